@@ -1,0 +1,45 @@
+#include "dataplane/commands/command_table.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace keep::commands {
+
+std::string WrongArity(std::string_view command_name) {
+  std::string message = "ERR wrong number of arguments for '";
+  for (char c : command_name) message.push_back(static_cast<char>(std::tolower(c)));
+  message += "' command";
+  return message;
+}
+
+void CommandTable::Add(std::span<const CommandSpec> specs) {
+  for (const CommandSpec& spec : specs) {
+    by_name_.emplace(std::string(spec.name), &spec);
+    all_.push_back(&spec);
+  }
+}
+
+const CommandSpec* CommandTable::Find(std::string_view name) const {
+  char lower[32];
+  if (name.size() >= sizeof(lower)) return nullptr;
+  for (size_t i = 0; i < name.size(); ++i) {
+    lower[i] = static_cast<char>(std::tolower(static_cast<unsigned char>(name[i])));
+  }
+  auto it = by_name_.find(std::string(lower, name.size()));
+  return it == by_name_.end() ? nullptr : it->second;
+}
+
+const CommandTable& CommandTable::Default() {
+  static const CommandTable table = [] {
+    CommandTable t;
+    t.Add(StringCommands());
+    t.Add(CounterCommands());
+    t.Add(KeyCommands());
+    t.Add(ConnectionCommands());
+    t.Add(ServerCommands());
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace keep::commands

@@ -1,0 +1,102 @@
+#include "dataplane/commands/plan.h"
+
+#include <charconv>
+
+namespace keep::commands {
+
+namespace {
+
+// Redis replaces newlines in error texts so the reply stays one line.
+void AppendSanitized(std::string* out, std::string_view text) {
+  for (char c : text) out->push_back(c == '\r' || c == '\n' ? ' ' : c);
+}
+
+bool ArityOk(int arity, size_t argc) {
+  return arity > 0 ? argc == static_cast<size_t>(arity) : argc >= static_cast<size_t>(-arity);
+}
+
+size_t LastKeyIndex(const CommandSpec& spec, size_t argc) {
+  return spec.last_key < 0 ? argc + spec.last_key : static_cast<size_t>(spec.last_key);
+}
+
+}  // namespace
+
+std::string UnknownCommandError(std::span<const std::string_view> args) {
+  std::string error = "ERR unknown command '";
+  AppendSanitized(&error, args[0].substr(0, 128));
+  error += "', with args beginning with: ";
+  std::string listed;
+  for (size_t i = 1; i < args.size() && listed.size() < 128; ++i) {
+    size_t room = 128 - listed.size();
+    listed += '\'';
+    listed.append(args[i].substr(0, room));
+    listed += "' ";
+  }
+  AppendSanitized(&error, listed);
+  return error;
+}
+
+uint64_t NextScanCursor(uint64_t next_position, int shard, int shard_count) {
+  if (next_position != 0) return EncodeScanCursor(next_position, shard, shard_count);
+  if (shard + 1 < shard_count) return EncodeScanCursor(0, shard + 1, shard_count);
+  return 0;
+}
+
+void PlanRequest(const CommandTable& table, std::span<const std::string_view> args,
+                 const core::SlotFunction& slot_of, int shard_count, RoutePlan* plan) {
+  plan->Reset();
+  const CommandSpec* spec = table.Find(args[0]);
+  if (spec == nullptr) {
+    plan->error = UnknownCommandError(args);
+    return;
+  }
+  plan->spec = spec;
+  if (!ArityOk(spec->arity, args.size())) {
+    plan->error = WrongArity(spec->name);
+    return;
+  }
+  switch (spec->routing) {
+    case Routing::kLocal:
+    case Routing::kAllShards:
+      return;
+    case Routing::kSingleKey: {
+      size_t last = LastKeyIndex(*spec, args.size());
+      uint32_t slot = slot_of(args[spec->first_key]);
+      for (size_t i = spec->first_key + spec->key_step; i <= last && i < args.size();
+           i += spec->key_step) {
+        if (slot_of(args[i]) != slot) {
+          plan->error = std::string(errors::kCrossSlot);
+          return;
+        }
+      }
+      plan->shard = ShardOfSlot(slot, shard_count);
+      return;
+    }
+    case Routing::kEachKey: {
+      size_t last = LastKeyIndex(*spec, args.size());
+      if (spec->key_step > 1 && (args.size() - spec->first_key) % spec->key_step != 0) {
+        plan->error = WrongArity(spec->name);
+        return;
+      }
+      for (size_t i = spec->first_key; i <= last && i < args.size(); i += spec->key_step) {
+        plan->key_arg.push_back(static_cast<uint32_t>(i));
+        plan->key_shard.push_back(static_cast<uint16_t>(ShardOfSlot(slot_of(args[i]), shard_count)));
+      }
+      return;
+    }
+    case Routing::kCursorShard: {
+      std::string_view text = args[1];
+      uint64_t cursor = 0;
+      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), cursor);
+      if (ec != std::errc() || end != text.data() + text.size() || text.empty()) {
+        plan->error = "ERR invalid cursor";
+        return;
+      }
+      plan->shard = static_cast<int>(cursor % static_cast<uint64_t>(shard_count));
+      plan->cursor_position = cursor / static_cast<uint64_t>(shard_count);
+      return;
+    }
+  }
+}
+
+}  // namespace keep::commands

@@ -1,0 +1,58 @@
+// Incremental RESP request parser: multibulk (`*N\r\n$L\r\n...`) and inline commands.
+// It has no engine dependencies and never allocates per request once warmed up, so it can be
+// fuzzed on its own and used on the shard hot path.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace keep::proto {
+
+struct RespLimits {
+  // Redis's proto-max-bulk-len: a larger announced bulk is a protocol error.
+  size_t max_bulk_len = 512ull * 1024 * 1024;
+  // Redis refuses more than 1024*1024 arguments in one multibulk request.
+  size_t max_multibulk_len = 1024 * 1024;
+  // Redis's PROTO_INLINE_MAX_SIZE: an inline request longer than this is an error.
+  size_t max_inline_len = 64 * 1024;
+};
+
+enum class ParseStatus {
+  kComplete,    // one request parsed; args and consumed are valid (args may be empty: skip it)
+  kIncomplete,  // more bytes needed; nothing consumed
+  kError,       // protocol error; error() holds Redis's text; the connection must be closed
+};
+
+class RespParser {
+ public:
+  explicit RespParser(RespLimits limits = {}) : limits_(limits) {}
+
+  // Parses one request from the front of `data`. On kComplete, `*args` holds the arguments
+  // (views into `data`, or into this parser's scratch space for inline requests with quotes or
+  // escapes; valid until the next Parse call) and `*consumed` the bytes used.
+  ParseStatus Parse(std::string_view data, std::vector<std::string_view>* args, size_t* consumed);
+
+  // After kError: the message without the leading '-', e.g.
+  // "ERR Protocol error: invalid bulk length".
+  const std::string& error() const { return error_; }
+
+  // After kIncomplete: a lower bound on the buffer size that can complete this request, so a
+  // caller can skip re-parsing until that many bytes are buffered (0 when unknown).
+  size_t needed() const { return needed_; }
+
+ private:
+  ParseStatus ParseMultibulk(std::string_view data, std::vector<std::string_view>* args,
+                             size_t* consumed);
+  ParseStatus ParseInline(std::string_view data, std::vector<std::string_view>* args,
+                          size_t* consumed);
+  ParseStatus Fail(std::string_view message);
+
+  RespLimits limits_;
+  std::string error_;
+  size_t needed_ = 0;
+  std::string inline_scratch_;
+};
+
+}  // namespace keep::proto
