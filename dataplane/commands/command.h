@@ -60,6 +60,7 @@ struct PartResult {
 struct Limits {
   int64_t proto_max_bulk_len = 512ll * 1024 * 1024;
   bool enable_debug_command = false;
+  std::string requirepass;  // empty: no AUTH needed
 };
 
 class ShardServices;  // shard-level services for server commands (see shard_services.h)
@@ -77,6 +78,7 @@ struct CommandContext {
   ShardServices* services = nullptr;  // always set by the shard; may be a fake in unit tests
   int shard_index = 0;
   int shard_count = 1;
+  uint64_t caller_id = 0;  // the id of the client that sent the request (CLIENT KILL SKIPME)
 };
 
 enum class Routing : uint8_t {
@@ -109,6 +111,10 @@ struct CombineInput {
   std::span<const uint16_t> key_part;
   std::span<const uint32_t> key_pos;
   std::span<const std::string_view> args;  // the original request
+  // kCursorShard: `parts` holds the one part, run on `shard` of `shard_count` (SCAN builds the
+  // next cursor from them).
+  int shard = 0;
+  int shard_count = 1;
 };
 
 using Handler = void (*)(CommandContext& ctx);
@@ -129,6 +135,9 @@ struct CommandSpec {
   std::string_view since = "1.0.0";
   std::string_view complexity = "O(1)";
   std::string_view acl_categories = "";  // space separated, e.g. "@write @string @fast"
+  // Per-subcommand routing (CLIENT LIST runs on every shard, CLIENT ID locally); when set it
+  // overrides `routing` and is called after the arity check.
+  Routing (*route_of)(std::span<const std::string_view> args) = nullptr;
 };
 
 // Redis's exact error texts, shared by every family.

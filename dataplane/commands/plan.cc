@@ -55,7 +55,9 @@ void PlanRequest(const CommandTable& table, std::span<const std::string_view> ar
     plan->error = WrongArity(spec->name);
     return;
   }
-  switch (spec->routing) {
+  Routing routing = spec->route_of != nullptr ? spec->route_of(args) : spec->routing;
+  plan->routing = routing;
+  switch (routing) {
     case Routing::kLocal:
     case Routing::kAllShards:
       return;

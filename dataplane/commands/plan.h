@@ -16,6 +16,7 @@ namespace keep::commands {
 
 struct RoutePlan {
   const CommandSpec* spec = nullptr;
+  Routing routing = Routing::kLocal;  // the spec's routing, or its route_of's answer
   std::string error;  // non-empty: answer this error (without '-') and run nothing
   int shard = -1;     // kSingleKey, kCursorShard: the shard that runs it
   uint64_t cursor_position = 0;  // kCursorShard: the position within that shard

@@ -1,0 +1,84 @@
+// Shard-level services that server and connection commands need (client lists, statistics,
+// configuration, shutdown). Implemented by the shard; unit tests use a fake. Only admin
+// commands call these, never the key path, so an interface with virtual calls is fine here.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace keep::commands {
+
+// The Redis version Keep answers as in HELLO and INFO: the one whose behaviour it reproduces.
+inline constexpr std::string_view kRedisCompatVersion = "7.0.15";
+
+// Counters one shard reports for INFO; the INFO combiner sums them over the shards.
+struct ShardStats {
+  uint64_t keys = 0;
+  uint64_t keys_with_expiry = 0;
+  uint64_t expired_keys = 0;
+  uint64_t used_bytes = 0;
+  uint64_t connected_clients = 0;
+  uint64_t total_connections_received = 0;
+  uint64_t rejected_connections = 0;
+  uint64_t total_commands_processed = 0;
+  uint64_t net_input_bytes = 0;
+  uint64_t net_output_bytes = 0;
+  uint64_t cross_shard_requests = 0;
+  uint64_t keyspace_hits = 0;
+  uint64_t keyspace_misses = 0;
+  uint64_t client_output_buffer_bytes = 0;
+  uint64_t client_query_buffer_bytes = 0;
+  uint64_t used_cpu_user_us = 0;
+  uint64_t used_cpu_sys_us = 0;
+};
+
+// CLIENT KILL filters (the new form; the old "ip:port" form maps to addr).
+struct ClientKillFilter {
+  std::string addr;
+  std::string laddr;
+  uint64_t id = 0;
+  bool has_id = false;
+  bool skip_me = true;
+  uint64_t caller_id = 0;
+};
+
+// Process-wide facts INFO reports.
+struct ServerFacts {
+  std::string run_id;
+  std::string version;
+  std::string executable;
+  std::string config_file;
+  int tcp_port = 0;
+  int shard_count = 1;
+  int64_t start_ms = 0;
+  int pid = 0;
+  uint64_t maxmemory = 0;
+};
+
+class ShardServices {
+ public:
+  virtual ~ShardServices() = default;
+
+  virtual void CollectStats(ShardStats* stats) = 0;
+  // Appends one CLIENT LIST line ("id=... addr=... \n") per connection of this shard; when
+  // `ids` is not empty only those clients.
+  virtual void AppendClientList(std::string* out, const std::vector<uint64_t>& ids) = 0;
+  // Closes matching connections of this shard (after their pending replies); returns how many.
+  virtual int KillClients(const ClientKillFilter& filter) = 0;
+  virtual void RequestShutdown() = 0;
+  virtual const ServerFacts& facts() = 0;
+
+  // CONFIG GET: (name, value) pairs whose names match the glob `pattern`.
+  virtual void ConfigGet(std::string_view pattern,
+                         std::vector<std::pair<std::string, std::string>>* out) = 0;
+  // CONFIG SET of one parameter on this shard; returns an error message (without '-') or "".
+  virtual std::string ConfigSet(std::string_view name, std::string_view value) = 0;
+  virtual void ResetStats() = 0;
+  // Whether this shard owns `key` (DEBUG POPULATE creates only the keys it owns).
+  virtual bool OwnsKey(std::string_view key) = 0;
+};
+
+}  // namespace keep::commands

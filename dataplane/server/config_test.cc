@@ -1,0 +1,124 @@
+#include "dataplane/server/config.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace keep::server {
+namespace {
+
+LoadResult Load(std::vector<std::string> args, std::vector<std::string> env = {}) {
+  args.insert(args.begin(), "keep-server");
+  return LoadConfig(args, env);
+}
+
+TEST(ConfigTest, Defaults) {
+  LoadResult r = Load({});
+  ASSERT_TRUE(r.config.has_value()) << r.message;
+  EXPECT_EQ(r.config->bind, "127.0.0.1");
+  EXPECT_EQ(r.config->port, 7000);
+  EXPECT_EQ(r.config->shards, 0);
+  EXPECT_FALSE(r.config->enable_debug_command);
+}
+
+TEST(ConfigTest, FlagsInBothForms) {
+  LoadResult r = Load({"--port", "7100", "--shards=3", "--enable-debug-command", "--pin", "never"});
+  ASSERT_TRUE(r.config.has_value()) << r.message;
+  EXPECT_EQ(r.config->port, 7100);
+  EXPECT_EQ(r.config->shards, 3);
+  EXPECT_TRUE(r.config->enable_debug_command);
+  EXPECT_EQ(r.config->pin, PinMode::kNever);
+}
+
+TEST(ConfigTest, BooleanFlagTakesNoValue) {
+  LoadResult r = Load({"--enable-debug-command", "--port", "7001"});
+  ASSERT_TRUE(r.config.has_value()) << r.message;
+  EXPECT_EQ(r.config->port, 7001);
+}
+
+TEST(ConfigTest, UnknownAndBadValuesAreNamed) {
+  LoadResult unknown = Load({"--no-such-thing", "1"});
+  EXPECT_FALSE(unknown.config.has_value());
+  EXPECT_NE(unknown.message.find("--no-such-thing"), std::string::npos);
+  LoadResult bad = Load({"--port", "70000"});
+  EXPECT_FALSE(bad.config.has_value());
+  EXPECT_NE(bad.message.find("port"), std::string::npos);
+  LoadResult missing = Load({"--port"});
+  EXPECT_FALSE(missing.config.has_value());
+  LoadResult pin = Load({"--pin", "sometimes"});
+  EXPECT_FALSE(pin.config.has_value());
+  EXPECT_NE(pin.message.find("pin"), std::string::npos);
+}
+
+TEST(ConfigTest, FlagBeatsEnvironmentBeatsFile) {
+  auto path = std::filesystem::temp_directory_path() / "keep_config_test.toml";
+  std::ofstream(path) << "port = 7200\nshards = 2\nmaxclients = 50\nbind = \"127.0.0.2\"\n";
+  LoadResult r = Load({"--config", path.string(), "--port", "7300"},
+                      {"KEEP_SHARDS=4", "KEEP_UNRELATED=1", "PATH=/bin"});
+  ASSERT_TRUE(r.config.has_value()) << r.message;
+  EXPECT_EQ(r.config->port, 7300);
+  EXPECT_EQ(r.config->shards, 4);
+  EXPECT_EQ(r.config->maxclients, 50);
+  EXPECT_EQ(r.config->bind, "127.0.0.2");
+  std::filesystem::remove(path);
+}
+
+TEST(ConfigTest, FileErrorsNameTheKey) {
+  auto path = std::filesystem::temp_directory_path() / "keep_config_bad.toml";
+  std::ofstream(path) << "prot = 7200\n";
+  LoadResult r = Load({"--config", path.string()});
+  EXPECT_FALSE(r.config.has_value());
+  EXPECT_NE(r.message.find("prot"), std::string::npos);
+  std::ofstream(path) << "port = \"many\"\n";
+  r = Load({"--config", path.string()});
+  EXPECT_FALSE(r.config.has_value());
+  EXPECT_NE(r.message.find("port"), std::string::npos);
+  std::ofstream(path) << "port = [\n";
+  r = Load({"--config", path.string()});
+  EXPECT_FALSE(r.config.has_value());
+  std::filesystem::remove(path);
+}
+
+TEST(ConfigTest, EnvironmentValuesAreValidated) {
+  LoadResult r = Load({}, {"KEEP_TIMEOUT=soon"});
+  EXPECT_FALSE(r.config.has_value());
+  EXPECT_NE(r.message.find("KEEP_TIMEOUT"), std::string::npos);
+}
+
+TEST(ConfigTest, Sizes) {
+  EXPECT_EQ(ParseSize("1024"), 1024);
+  EXPECT_EQ(ParseSize("64kb"), 64 * 1024);
+  EXPECT_EQ(ParseSize("64k"), 64000);
+  EXPECT_EQ(ParseSize("2GB"), 2ll * 1024 * 1024 * 1024);
+  EXPECT_FALSE(ParseSize("12parsecs").has_value());
+  EXPECT_FALSE(ParseSize("").has_value());
+  LoadResult r = Load({"--maxmemory", "64mb"});
+  ASSERT_TRUE(r.config.has_value());
+  EXPECT_EQ(r.config->maxmemory, 64ll * 1024 * 1024);
+}
+
+TEST(ConfigTest, SecretsComeFromFilesOrEnvironmentOnly) {
+  auto path = std::filesystem::temp_directory_path() / "keep_requirepass";
+  std::ofstream(path) << "hunter2\n";
+  LoadResult r = Load({"--requirepass-file", path.string()});
+  ASSERT_TRUE(r.config.has_value()) << r.message;
+  EXPECT_EQ(r.config->requirepass, "hunter2");
+  r = Load({}, {"KEEP_REQUIREPASS=s3cret"});
+  ASSERT_TRUE(r.config.has_value());
+  EXPECT_EQ(r.config->requirepass, "s3cret");
+  r = Load({"--requirepass-file", path.string()}, {"KEEP_REQUIREPASS=x"});
+  EXPECT_FALSE(r.config.has_value());
+  EXPECT_FALSE(Load({"--requirepass", "x"}).config.has_value());
+  std::filesystem::remove(path);
+}
+
+TEST(ConfigTest, HelpListsEverySetting) {
+  LoadResult r = Load({"--help"});
+  EXPECT_TRUE(r.exit_ok);
+  EXPECT_NE(r.message.find("--shard-port-base"), std::string::npos);
+  EXPECT_NE(r.message.find("KEEP_MAXCLIENTS"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace keep::server

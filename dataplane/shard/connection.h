@@ -1,0 +1,44 @@
+// One client connection, owned by the shard that accepted it. Replies leave in request order:
+// while any earlier reply is still being computed on another shard, later replies wait in
+// PendingReply slots (design §2.4).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dataplane/commands/command.h"
+#include "dataplane/proto/resp_parser.h"
+#include "dataplane/shard/io_buffer.h"
+
+namespace keep::shard {
+
+struct PendingReply {
+  std::string bytes;
+  bool ready = false;
+};
+
+struct Connection {
+  int fd = -1;
+  commands::ClientState client;
+  IoBuffer in;               // unparsed input (empty while every request read was complete)
+  size_t parse_needed = 0;   // skip parsing until `in` holds this many bytes
+  std::string out;           // replies ready to send
+  size_t out_sent = 0;       // bytes of `out` already sent
+  std::deque<PendingReply*> pending;  // replies in request order, front first
+  uint32_t inflight = 0;     // envelopes and joins that still point at this connection
+  uint32_t epoll_events = 0; // the interest set registered now
+  bool closed = false;       // fd closed; freed when inflight drops to zero
+  bool close_after_flush = false;  // QUIT, protocol error, CLIENT KILL: read no more
+  bool in_write_list = false;
+  bool in_resume_list = false;
+  proto::RespParser parser;
+
+  explicit Connection(const proto::RespLimits& limits) : parser(limits) {}
+
+  size_t unsent() const { return out.size() - out_sent; }
+};
+
+}  // namespace keep::shard

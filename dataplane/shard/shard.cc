@@ -1,0 +1,908 @@
+#include "dataplane/shard/shard.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "dataplane/proto/reply_writer.h"
+#include "dataplane/shard/shard_group.h"
+
+namespace keep::shard {
+
+namespace {
+
+constexpr size_t kReadSize = 64 * 1024;
+// A pending large bulk may be read in bigger steps: it is one request, so fairness is unharmed.
+constexpr size_t kLargeReadSize = 1024 * 1024;
+constexpr int kMaxEvents = 256;
+constexpr int kTimerPeriodMs = 100;
+// Backpressure (design §2.4): a connection with this many replies owed or this much unsent
+// output is not read until its client catches up.
+constexpr size_t kMaxPendingReplies = 1024;
+constexpr size_t kOutputPauseBytes = 4 * 1024 * 1024;
+constexpr size_t kKeepInputCapacity = 256 * 1024;
+constexpr size_t kKeepOutputCapacity = 1024 * 1024;
+constexpr int64_t kStopFlushMs = 2000;
+// Expiry sweep work per turn and per idle tick (entries examined).
+constexpr size_t kExpireBudgetPerTurn = 64;
+constexpr size_t kExpireBudgetPerTick = 4096;
+
+// epoll data for things that are not connections: small integers never valid as pointers.
+constexpr uint64_t kWakeTag = 1;
+constexpr uint64_t kListenTagBase = 16;
+
+void PackArgs(std::span<const std::string_view> args, std::string* bytes,
+              std::vector<uint32_t>* ends) {
+  bytes->clear();
+  ends->clear();
+  for (std::string_view arg : args) {
+    bytes->append(arg);
+    ends->push_back(static_cast<uint32_t>(bytes->size()));
+  }
+}
+
+void UnpackArgs(const std::string& bytes, const std::vector<uint32_t>& ends,
+                std::vector<std::string_view>* args) {
+  args->clear();
+  uint32_t start = 0;
+  for (uint32_t end : ends) {
+    args->emplace_back(bytes.data() + start, end - start);
+    start = end;
+  }
+}
+
+std::string SocketAddress(int fd, bool peer) {
+  sockaddr_storage storage{};
+  socklen_t length = sizeof(storage);
+  int rc = peer ? getpeername(fd, reinterpret_cast<sockaddr*>(&storage), &length)
+                : getsockname(fd, reinterpret_cast<sockaddr*>(&storage), &length);
+  if (rc != 0) return "?:0";
+  char host[INET6_ADDRSTRLEN] = "?";
+  int port = 0;
+  if (storage.ss_family == AF_INET) {
+    auto* in = reinterpret_cast<sockaddr_in*>(&storage);
+    inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+    port = ntohs(in->sin_port);
+  } else if (storage.ss_family == AF_INET6) {
+    auto* in6 = reinterpret_cast<sockaddr_in6*>(&storage);
+    inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+    port = ntohs(in6->sin6_port);
+  }
+  return std::string(host) + ":" + std::to_string(port);
+}
+
+bool IsAuthExempt(std::string_view name) {
+  auto equals = [&](std::string_view word) {
+    if (name.size() != word.size()) return false;
+    for (size_t i = 0; i < name.size(); ++i) {
+      if (std::tolower(static_cast<unsigned char>(name[i])) != word[i]) return false;
+    }
+    return true;
+  };
+  return equals("auth") || equals("hello") || equals("quit") || equals("reset");
+}
+
+}  // namespace
+
+Shard::Shard(ShardGroup* group, ShardOptions options)
+    : group_(group),
+      options_(std::move(options)),
+      table_(commands::CommandTable::Default()),
+      scratch_(std::make_unique_for_overwrite<char[]>(kReadSize)),
+      random_state_(0x9e3779b97f4a7c15ull * (options_.index + 1) ^ core::MonotonicNanos()) {
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  epoll_event event{};
+  event.events = EPOLLIN;
+  event.data.u64 = kWakeTag;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &event);
+  for (size_t i = 0; i < options_.listen_fds.size(); ++i) {
+    epoll_event listen_event{};
+    listen_event.events = EPOLLIN;
+    listen_event.data.u64 = kListenTagBase + i;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, options_.listen_fds[i], &listen_event);
+  }
+  outbound_.resize(options_.count);
+}
+
+Shard::~Shard() {
+  for (auto& [id, conn] : connections_) {
+    if (conn->fd >= 0) close(conn->fd);
+  }
+  for (int fd : options_.listen_fds) {
+    if (fd >= 0) close(fd);
+  }
+  close(wake_fd_);
+  close(epoll_fd_);
+  for (Envelope* e : envelope_pool_) delete e;
+  for (PendingReply* s : slot_pool_) delete s;
+  for (Gather* g : gather_pool_) delete g;
+}
+
+void Shard::Start() { thread_ = std::thread([this] { Run(); }); }
+
+void Shard::Join() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void Shard::Wake() {
+  if (parked_.load(std::memory_order_seq_cst) && parked_.exchange(false)) {
+    uint64_t one = 1;
+    ssize_t ignored = write(wake_fd_, &one, sizeof(one));
+    (void)ignored;
+  }
+}
+
+void Shard::Run() {
+  char name[16];
+  snprintf(name, sizeof(name), "keep-shard-%d", options_.index);
+  pthread_setname_np(pthread_self(), name);
+  if (options_.pin_cpu >= 0) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(options_.pin_cpu, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+  }
+  now_ms_ = clock_.NowMillis();
+  next_timer_ms_ = now_ms_ + kTimerPeriodMs;
+  while (true) {
+    if (!stopping_ && group_->stop_requested()) BeginStop();
+    if (stopping_) {
+      if (!reported_drained_ && (Drained() || now_ms_ >= stop_deadline_ms_)) {
+        reported_drained_ = true;
+        group_->ReportDrained();
+      }
+      // Keep serving the rings until every shard is done: others may still need our replies.
+      if (reported_drained_ && group_->AllDrained()) break;
+    }
+    bool busy = !resume_list_.empty() ||
+                std::any_of(outbound_.begin(), outbound_.end(),
+                            [](const auto& queue) { return !queue.empty(); });
+    int timeout = busy ? 0 : static_cast<int>(std::max<int64_t>(0, next_timer_ms_ - now_ms_));
+    if (stopping_) timeout = std::min(timeout, 10);
+    Turn(timeout);
+  }
+  std::vector<Connection*> open;
+  for (auto& [id, conn] : connections_) open.push_back(conn.get());
+  for (Connection* conn : open) Close(conn, nullptr);
+}
+
+void Shard::Turn(int timeout_ms) {
+  epoll_event events[kMaxEvents];
+  if (timeout_ms > 0) {
+    parked_.store(true, std::memory_order_seq_cst);
+    // A producer that pushed before seeing the flag did not wake us: look once more.
+    for (int from = 0; from < options_.count; ++from) {
+      if (from != options_.index && !group_->ring(from, options_.index).Empty()) {
+        timeout_ms = 0;
+        break;
+      }
+    }
+  }
+  int ready = epoll_wait(epoll_fd_, events, kMaxEvents, timeout_ms);
+  parked_.store(false, std::memory_order_relaxed);
+  now_ms_ = clock_.NowMillis();
+  store_.SetNow(now_ms_);
+
+  for (int i = 0; i < ready; ++i) {
+    uint64_t tag = events[i].data.u64;
+    if (tag == kWakeTag) {
+      uint64_t value;
+      ssize_t ignored = read(wake_fd_, &value, sizeof(value));
+      (void)ignored;
+      continue;
+    }
+    if (tag >= kListenTagBase && tag < kListenTagBase + options_.listen_fds.size()) {
+      Accept(options_.listen_fds[tag - kListenTagBase]);
+      continue;
+    }
+    auto* conn = reinterpret_cast<Connection*>(events[i].data.ptr);
+    if (conn->closed) continue;
+    if (events[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) OnReadable(conn);
+    if (!conn->closed && (events[i].events & EPOLLOUT)) MarkWrite(conn);
+  }
+
+  // Connections that were paused and may go on with input they already hold.
+  for (size_t i = 0; i < resume_list_.size(); ++i) {
+    Connection* conn = resume_list_[i];
+    conn->in_resume_list = false;
+    if (conn->closed || InputPaused(conn)) continue;
+    UpdateInterest(conn);
+    if (!conn->in.empty()) ProcessInput(conn, conn->in.readable(), false);
+  }
+  resume_list_.clear();
+
+  FlushOutbound();
+  DrainInbound();
+  FlushOutbound();
+
+  if (store_.KeysWithExpiry() > 0) store_.ExpireSome(kExpireBudgetPerTurn);
+  if (now_ms_ >= next_timer_ms_) {
+    next_timer_ms_ = now_ms_ + kTimerPeriodMs;
+    Timers();
+  }
+  WriteAll();
+  if (!zombies_.empty()) {
+    std::erase_if(zombies_, [](const std::unique_ptr<Connection>& c) { return c->inflight == 0; });
+  }
+}
+
+void Shard::Accept(int listen_fd) {
+  for (int i = 0; i < 64; ++i) {
+    int fd = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE) {
+        fprintf(stderr, "keep-server: accept failed: %s\n", strerror(errno));
+      }
+      return;
+    }
+    ++stats_.total_connections_received;
+    if (stopping_ || !group_->AdmitClient()) {
+      static constexpr char kFull[] = "-ERR max number of clients reached\r\n";
+      ssize_t ignored = send(fd, kFull, sizeof(kFull) - 1, MSG_NOSIGNAL);
+      (void)ignored;
+      close(fd);
+      ++stats_.rejected_connections;
+      continue;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    auto conn = std::make_unique<Connection>(options_.resp_limits);
+    conn->fd = fd;
+    conn->client.id = group_->NextClientId();
+    conn->client.fd = fd;
+    conn->client.shard = options_.index;
+    conn->client.created_ms = now_ms_;
+    conn->client.last_interaction_ms = now_ms_;
+    conn->client.addr = SocketAddress(fd, true);
+    conn->client.laddr = SocketAddress(fd, false);
+    conn->client.authenticated = options_.command_limits.requirepass.empty();
+    conn->epoll_events = EPOLLIN;
+    epoll_event event{};
+    event.events = EPOLLIN;
+    event.data.ptr = conn.get();
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event);
+    ++stats_.connected_clients;
+    connections_.emplace(conn->client.id, std::move(conn));
+  }
+}
+
+void Shard::OnReadable(Connection* conn) {
+  if (conn->close_after_flush || InputPaused(conn)) {
+    UpdateInterest(conn);
+    return;
+  }
+  bool use_scratch = conn->in.empty();
+  size_t want = kReadSize;
+  if (!use_scratch && conn->parse_needed > conn->in.size() + kReadSize) {
+    want = std::min(conn->parse_needed - conn->in.size(), kLargeReadSize);
+  }
+  char* target = use_scratch ? scratch_.get() : conn->in.PrepareWrite(want);
+  ssize_t n = recv(conn->fd, target, want, 0);
+  if (n == 0) {
+    Close(conn, nullptr);
+    return;
+  }
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EINTR) return;
+    Close(conn, nullptr);
+    return;
+  }
+  stats_.net_input_bytes += n;
+  conn->client.last_interaction_ms = now_ms_;
+  if (use_scratch) {
+    ProcessInput(conn, std::string_view(target, n), true);
+  } else {
+    conn->in.Commit(n);
+    if (conn->parse_needed > conn->in.size()) {
+      if (conn->in.size() > static_cast<size_t>(options_.client_query_buffer_limit)) {
+        Close(conn, "query buffer limit reached");
+      }
+      return;
+    }
+    ProcessInput(conn, conn->in.readable(), false);
+  }
+}
+
+void Shard::ProcessInput(Connection* conn, std::string_view data, bool from_scratch) {
+  size_t offset = 0;
+  std::vector<std::string_view> args;
+  args.reserve(8);
+  while (offset < data.size() && !conn->closed && !conn->close_after_flush &&
+         !InputPaused(conn)) {
+    size_t consumed = 0;
+    proto::ParseStatus status = conn->parser.Parse(data.substr(offset), &args, &consumed);
+    if (status == proto::ParseStatus::kIncomplete) {
+      conn->parse_needed = conn->parser.needed();
+      break;
+    }
+    if (status == proto::ParseStatus::kError) {
+      proto::ReplyWriter writer(ReplyTarget(conn), conn->client.resp_version);
+      writer.Error(conn->parser.error());
+      conn->close_after_flush = true;
+      MarkWrite(conn);
+      offset = data.size();
+      break;
+    }
+    conn->parse_needed = 0;
+    offset += consumed;
+    if (args.empty()) continue;
+    ++stats_.total_commands_processed;
+    Dispatch(conn, args);
+  }
+  if (conn->closed) return;
+  if (from_scratch) {
+    if (offset < data.size()) conn->in.Append(data.substr(offset));
+  } else {
+    conn->in.Consume(offset);
+    conn->in.ShrinkIfEmpty(kKeepInputCapacity);
+  }
+  if (conn->in.size() > static_cast<size_t>(options_.client_query_buffer_limit)) {
+    Close(conn, "query buffer limit reached");
+    return;
+  }
+  if (InputPaused(conn)) UpdateInterest(conn);
+}
+
+std::string* Shard::ReplyTarget(Connection* conn) {
+  MarkWrite(conn);
+  if (conn->pending.empty()) return &conn->out;
+  PendingReply* slot = NewSlot();
+  slot->ready = true;
+  conn->pending.push_back(slot);
+  return &slot->bytes;
+}
+
+void Shard::Dispatch(Connection* conn, std::span<const std::string_view> args) {
+  conn->client.last_command.assign(args[0]);
+  if (!conn->client.authenticated && !IsAuthExempt(args[0])) {
+    proto::ReplyWriter(ReplyTarget(conn), conn->client.resp_version)
+        .Error("NOAUTH Authentication required.");
+    return;
+  }
+  commands::PlanRequest(table_, args, group_->slot_function(), options_.count, &plan_);
+  if (!plan_.error.empty()) {
+    proto::ReplyWriter(ReplyTarget(conn), conn->client.resp_version).Error(plan_.error);
+    return;
+  }
+  const commands::CommandSpec* spec = plan_.spec;
+  switch (plan_.routing) {
+    case commands::Routing::kLocal: {
+      proto::ReplyWriter writer(ReplyTarget(conn), conn->client.resp_version);
+      commands::CommandContext ctx{store_,
+                                   now_ms_,
+                                   args,
+                                   writer,
+                                   options_.command_limits,
+                                   nullptr,
+                                   &conn->client,
+                                   this,
+                                   options_.index,
+                                   options_.count,
+                                   conn->client.id};
+      spec->handler(ctx);
+      if (conn->client.close_after_reply) conn->close_after_flush = true;
+      return;
+    }
+    case commands::Routing::kSingleKey:
+      if (plan_.shard == options_.index) {
+        proto::ReplyWriter writer(ReplyTarget(conn), conn->client.resp_version);
+        commands::CommandContext ctx{store_,        now_ms_, args,  writer, options_.command_limits,
+                                     nullptr,       nullptr, this,  options_.index,
+                                     options_.count, conn->client.id};
+        spec->handler(ctx);
+        return;
+      }
+      break;
+    case commands::Routing::kCursorShard:
+    case commands::Routing::kEachKey:
+    case commands::Routing::kAllShards:
+      StartGather(conn, args);
+      return;
+  }
+  // A single-key request owned by another shard: forward it, keep its place in line.
+  Envelope* envelope = NewEnvelope();
+  envelope->origin = static_cast<uint16_t>(options_.index);
+  envelope->target = static_cast<uint16_t>(plan_.shard);
+  envelope->conn = conn;
+  envelope->slot = NewSlot();
+  envelope->spec = spec;
+  envelope->resp_version = conn->client.resp_version;
+  envelope->caller_id = conn->client.id;
+  envelope->as_part = false;
+  PackArgs(args, &envelope->arg_bytes, &envelope->arg_ends);
+  conn->pending.push_back(envelope->slot);
+  ++conn->inflight;
+  ++stats_.cross_shard_requests;
+  outbound_[plan_.shard].push_back(envelope);
+}
+
+void Shard::RunPart(const commands::CommandSpec* spec, std::span<const std::string_view> args,
+                    int resp_version, commands::PartResult* result, bool as_part,
+                    uint64_t caller_id, uint64_t cursor_position) {
+  result->Reset();
+  result->cursor = cursor_position;
+  proto::ReplyWriter writer(&result->resp, resp_version);
+  commands::CommandContext ctx{store_,
+                               now_ms_,
+                               args,
+                               writer,
+                               options_.command_limits,
+                               as_part ? result : nullptr,
+                               nullptr,
+                               this,
+                               options_.index,
+                               options_.count,
+                               caller_id};
+  spec->handler(ctx);
+}
+
+void Shard::StartGather(Connection* conn, std::span<const std::string_view> args) {
+  Gather* gather = NewGather();
+  gather->conn = conn;
+  gather->spec = plan_.spec;
+  gather->resp_version = conn->client.resp_version;
+  gather->slot = NewSlot();
+  conn->pending.push_back(gather->slot);
+  ++conn->inflight;
+  PackArgs(args, &gather->arg_bytes, &gather->arg_ends);
+  UnpackArgs(gather->arg_bytes, gather->arg_ends, &gather->args);
+  gather->parts.assign(options_.count, nullptr);
+  int count = options_.count;
+  while (static_cast<int>(gather->spare_results.size()) < count) {
+    gather->spare_results.push_back(std::make_unique<commands::PartResult>());
+  }
+  switch (plan_.routing) {
+    case commands::Routing::kCursorShard:
+      gather->outstanding = 1;
+      SendPart(gather, plan_.shard, gather->args, true, plan_.cursor_position);
+      break;
+    case commands::Routing::kAllShards:
+      gather->outstanding = count;
+      for (int shard = 0; shard < count; ++shard) SendPart(gather, shard, gather->args, true, 0);
+      break;
+    case commands::Routing::kEachKey: {
+      size_t keys = plan_.key_arg.size();
+      gather->key_part.assign(plan_.key_shard.begin(), plan_.key_shard.end());
+      gather->key_pos.resize(keys);
+      int step = plan_.spec->key_step;
+      // Every shard gets a result, empty where it owns none of the keys, so combiners can
+      // treat the parts uniformly.
+      gather->outstanding = 0;
+      for (int shard = 0; shard < count; ++shard) {
+        part_args_.clear();
+        part_args_.push_back(gather->args[0]);
+        uint32_t position = 0;
+        for (size_t k = 0; k < keys; ++k) {
+          if (plan_.key_shard[k] != shard) continue;
+          gather->key_pos[k] = position++;
+          for (int j = 0; j < step; ++j) part_args_.push_back(gather->args[plan_.key_arg[k] + j]);
+        }
+        if (position == 0) {
+          gather->spare_results[shard]->Reset();
+          gather->parts[shard] = gather->spare_results[shard].get();
+          continue;
+        }
+        ++gather->outstanding;
+        SendPart(gather, shard, part_args_, true, 0);
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  if (gather->outstanding == 0) FinishGather(gather);
+}
+
+void Shard::SendPart(Gather* gather, int target, std::span<const std::string_view> args,
+                     bool as_part, uint64_t cursor_position) {
+  if (target == options_.index) {
+    commands::PartResult* result = gather->spare_results[target].get();
+    RunPart(gather->spec, args, gather->resp_version, result, as_part, gather->conn->client.id,
+            cursor_position);
+    gather->parts[target] = result;
+    --gather->outstanding;
+    return;
+  }
+  Envelope* envelope = NewEnvelope();
+  envelope->origin = static_cast<uint16_t>(options_.index);
+  envelope->target = static_cast<uint16_t>(target);
+  envelope->conn = gather->conn;
+  envelope->gather = gather;
+  envelope->spec = gather->spec;
+  envelope->resp_version = gather->resp_version;
+  envelope->caller_id = gather->conn->client.id;
+  envelope->cursor_position = cursor_position;
+  envelope->as_part = as_part;
+  PackArgs(args, &envelope->arg_bytes, &envelope->arg_ends);
+  gather->envelopes.push_back(envelope);
+  ++stats_.cross_shard_requests;
+  outbound_[target].push_back(envelope);
+}
+
+void Shard::FinishGather(Gather* gather) {
+  Connection* conn = gather->conn;
+  for (Envelope* envelope : gather->envelopes) gather->parts[envelope->target] = &envelope->result;
+  if (!conn->closed) {
+    proto::ReplyWriter writer(&gather->slot->bytes, gather->resp_version);
+    commands::CombineInput input{gather->parts, gather->key_part, gather->key_pos, gather->args};
+    if (gather->spec->combine != nullptr) {
+      gather->spec->combine(input, writer);
+    } else {
+      // A part-routed command without a combiner answers with its parts' replies as they are.
+      for (commands::PartResult* part : gather->parts) {
+        if (part != nullptr) writer.Raw(part->resp);
+      }
+    }
+    gather->slot->ready = true;
+    --conn->inflight;
+    FlushSlots(conn);
+  } else {
+    --conn->inflight;
+    Recycle(gather->slot);
+  }
+  for (Envelope* envelope : gather->envelopes) Recycle(envelope);
+  gather->envelopes.clear();
+  Recycle(gather);
+}
+
+void Shard::OnEnvelope(Envelope* envelope) {
+  if (!envelope->is_reply) {
+    UnpackArgs(envelope->arg_bytes, envelope->arg_ends, &envelope->args);
+    RunPart(envelope->spec, envelope->args, envelope->resp_version, &envelope->result,
+            envelope->as_part, envelope->caller_id, envelope->cursor_position);
+    envelope->is_reply = true;
+    outbound_[envelope->origin].push_back(envelope);
+    return;
+  }
+  if (envelope->gather != nullptr) {
+    Gather* gather = envelope->gather;
+    if (--gather->outstanding == 0) FinishGather(gather);
+    return;
+  }
+  Connection* conn = envelope->conn;
+  --conn->inflight;
+  if (conn->closed) {
+    Recycle(envelope->slot);
+  } else {
+    envelope->slot->bytes.swap(envelope->result.resp);
+    envelope->slot->ready = true;
+    FlushSlots(conn);
+  }
+  Recycle(envelope);
+}
+
+void Shard::DrainInbound() {
+  for (int from = 0; from < options_.count; ++from) {
+    if (from == options_.index) continue;
+    SpscRing<Envelope>& ring = group_->ring(from, options_.index);
+    while (Envelope* envelope = ring.Pop()) OnEnvelope(envelope);
+  }
+}
+
+void Shard::FlushOutbound() {
+  for (int target = 0; target < options_.count; ++target) {
+    std::vector<Envelope*>& queue = outbound_[target];
+    if (queue.empty()) continue;
+    SpscRing<Envelope>& ring = group_->ring(options_.index, target);
+    size_t pushed = 0;
+    while (pushed < queue.size() && ring.Push(queue[pushed])) ++pushed;
+    if (pushed > 0) {
+      queue.erase(queue.begin(), queue.begin() + pushed);
+      // Pairs with the parked flag store in Turn: either we see it set, or the target sees
+      // our push before it sleeps.
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      group_->shard(target).Wake();
+    }
+  }
+}
+
+void Shard::FlushSlots(Connection* conn) {
+  bool was_paused = InputPaused(conn);
+  while (!conn->pending.empty() && conn->pending.front()->ready) {
+    PendingReply* slot = conn->pending.front();
+    conn->pending.pop_front();
+    conn->out.append(slot->bytes);
+    Recycle(slot);
+  }
+  MarkWrite(conn);
+  if (was_paused && !InputPaused(conn) && !conn->in_resume_list) {
+    conn->in_resume_list = true;
+    resume_list_.push_back(conn);
+  }
+}
+
+void Shard::MarkWrite(Connection* conn) {
+  if (!conn->in_write_list) {
+    conn->in_write_list = true;
+    write_list_.push_back(conn);
+  }
+}
+
+void Shard::WriteAll() {
+  // Write may close connections, which only marks them; the list holds no dangling pointers
+  // because closed connections are freed only when nothing points at them (zombies_).
+  for (size_t i = 0; i < write_list_.size(); ++i) {
+    Connection* conn = write_list_[i];
+    conn->in_write_list = false;
+    if (!conn->closed) Write(conn);
+  }
+  write_list_.clear();
+}
+
+void Shard::Write(Connection* conn) {
+  bool was_paused = InputPaused(conn);
+  size_t unsent = conn->unsent();
+  if (unsent > 0) {
+    ssize_t n = send(conn->fd, conn->out.data() + conn->out_sent, unsent, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno != EAGAIN && errno != EINTR) {
+        Close(conn, nullptr);
+        return;
+      }
+      n = 0;
+    }
+    stats_.net_output_bytes += n;
+    conn->out_sent += n;
+    if (conn->out_sent == conn->out.size()) {
+      conn->out.clear();
+      conn->out_sent = 0;
+      if (conn->out.capacity() > kKeepOutputCapacity) std::string().swap(conn->out);
+    } else if (conn->out_sent > conn->out.size() / 2 && conn->out_sent > 64 * 1024) {
+      conn->out.erase(0, conn->out_sent);
+      conn->out_sent = 0;
+    }
+  }
+  size_t pending_bytes = conn->unsent();
+  if (pending_bytes > static_cast<size_t>(options_.client_output_buffer_limit)) {
+    Close(conn, "output buffer limit reached");
+    return;
+  }
+  if (conn->close_after_flush && conn->unsent() == 0 && conn->pending.empty()) {
+    Close(conn, nullptr);
+    return;
+  }
+  UpdateInterest(conn);
+  if (was_paused && !InputPaused(conn) && !conn->in_resume_list) {
+    conn->in_resume_list = true;
+    resume_list_.push_back(conn);
+  }
+}
+
+bool Shard::InputPaused(const Connection* conn) const {
+  return conn->pending.size() >= kMaxPendingReplies || conn->unsent() >= kOutputPauseBytes ||
+         stopping_;
+}
+
+void Shard::UpdateInterest(Connection* conn) {
+  if (conn->closed) return;
+  uint32_t wanted = 0;
+  if (!conn->close_after_flush && !InputPaused(conn)) wanted |= EPOLLIN;
+  if (conn->unsent() > 0) wanted |= EPOLLOUT;
+  if (wanted == conn->epoll_events) return;
+  epoll_event event{};
+  event.events = wanted;
+  event.data.ptr = conn;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, conn->fd, &event);
+  conn->epoll_events = wanted;
+}
+
+void Shard::Close(Connection* conn, const char* reason) {
+  if (conn->closed) return;
+  if (reason != nullptr) {
+    fprintf(stderr, "keep-server: closing client id=%llu addr=%s: %s\n",
+            static_cast<unsigned long long>(conn->client.id), conn->client.addr.c_str(), reason);
+  }
+  epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, conn->fd, nullptr);
+  close(conn->fd);
+  conn->fd = -1;
+  conn->closed = true;
+  group_->ReleaseClient();
+  --stats_.connected_clients;
+  // Slots still referenced by in-flight requests are recycled when their replies arrive.
+  for (PendingReply* slot : conn->pending) {
+    if (slot->ready) Recycle(slot);
+  }
+  conn->pending.clear();
+  std::erase(resume_list_, conn);
+  conn->in_resume_list = false;
+  auto it = connections_.find(conn->client.id);
+  if (it != connections_.end()) {
+    std::unique_ptr<Connection> owned = std::move(it->second);
+    connections_.erase(it);
+    // Lists built this turn may still hold the pointer; free it on a later turn.
+    zombies_.push_back(std::move(owned));
+  }
+}
+
+void Shard::Timers() {
+  if (store_.KeysWithExpiry() > 0) store_.ExpireSome(kExpireBudgetPerTick);
+  int64_t timeout = group_->timeout_seconds();
+  if (timeout > 0) {
+    std::vector<Connection*> idle;
+    for (auto& [id, conn] : connections_) {
+      if (!conn->closed && conn->pending.empty() &&
+          now_ms_ - conn->client.last_interaction_ms > timeout * 1000) {
+        idle.push_back(conn.get());
+      }
+    }
+    for (Connection* conn : idle) Close(conn, nullptr);
+  }
+}
+
+void Shard::BeginStop() {
+  stopping_ = true;
+  stop_deadline_ms_ = now_ms_ + kStopFlushMs;
+  for (int& fd : options_.listen_fds) {
+    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+    close(fd);
+    fd = -1;
+  }
+  for (auto& [id, conn] : connections_) UpdateInterest(conn.get());
+}
+
+bool Shard::Drained() const {
+  for (const auto& [id, conn] : connections_) {
+    if (!conn->closed && (!conn->pending.empty() || conn->unsent() > 0)) return false;
+  }
+  for (const auto& queue : outbound_) {
+    if (!queue.empty()) return false;
+  }
+  return zombies_.empty();
+}
+
+Envelope* Shard::NewEnvelope() {
+  if (envelope_pool_.empty()) return new Envelope();
+  Envelope* envelope = envelope_pool_.back();
+  envelope_pool_.pop_back();
+  return envelope;
+}
+
+void Shard::Recycle(Envelope* envelope) {
+  envelope->is_reply = false;
+  envelope->conn = nullptr;
+  envelope->slot = nullptr;
+  envelope->gather = nullptr;
+  envelope->result.Reset();
+  if (envelope->arg_bytes.capacity() > 64 * 1024) std::string().swap(envelope->arg_bytes);
+  if (envelope->result.resp.capacity() > 64 * 1024) std::string().swap(envelope->result.resp);
+  envelope_pool_.push_back(envelope);
+}
+
+PendingReply* Shard::NewSlot() {
+  if (slot_pool_.empty()) return new PendingReply();
+  PendingReply* slot = slot_pool_.back();
+  slot_pool_.pop_back();
+  return slot;
+}
+
+void Shard::Recycle(PendingReply* slot) {
+  slot->ready = false;
+  slot->bytes.clear();
+  if (slot->bytes.capacity() > 64 * 1024) std::string().swap(slot->bytes);
+  slot_pool_.push_back(slot);
+}
+
+Gather* Shard::NewGather() {
+  if (gather_pool_.empty()) return new Gather();
+  Gather* gather = gather_pool_.back();
+  gather_pool_.pop_back();
+  return gather;
+}
+
+void Shard::Recycle(Gather* gather) {
+  gather->conn = nullptr;
+  gather->slot = nullptr;
+  gather->outstanding = 0;
+  gather->envelopes.clear();
+  gather->key_part.clear();
+  gather->key_pos.clear();
+  gather_pool_.push_back(gather);
+}
+
+// --- commands::ShardServices ---
+
+void Shard::CollectStats(commands::ShardStats* stats) {
+  *stats = stats_;
+  stats->keys = store_.Size();
+  stats->keys_with_expiry = store_.KeysWithExpiry();
+  stats->expired_keys = store_.expired_keys();
+  stats->used_bytes = store_.UsedBytes();
+  uint64_t output = 0;
+  uint64_t input = 0;
+  for (const auto& [id, conn] : connections_) {
+    output += conn->out.capacity();
+    input += conn->in.capacity();
+  }
+  stats->client_output_buffer_bytes = output;
+  stats->client_query_buffer_bytes = input;
+}
+
+void Shard::AppendClientList(std::string* out, const std::vector<uint64_t>& ids) {
+  for (const auto& [id, conn] : connections_) {
+    if (conn->closed) continue;
+    if (!ids.empty() && std::find(ids.begin(), ids.end(), id) == ids.end()) continue;
+    const commands::ClientState& c = conn->client;
+    char line[512];
+    snprintf(line, sizeof(line),
+             "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=N db=%d sub=0 "
+             "psub=0 ssub=0 multi=-1 qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=0 rbs=%zu "
+             "rbp=0 obl=0 oll=%zu omem=%zu tot-mem=%zu events=r cmd=%s user=default redir=-1 "
+             "resp=%d shard=%d\n",
+             static_cast<unsigned long long>(c.id), c.addr.c_str(), c.laddr.c_str(), c.fd,
+             c.name.c_str(), static_cast<long long>((now_ms_ - c.created_ms) / 1000),
+             static_cast<long long>((now_ms_ - c.last_interaction_ms) / 1000), c.db,
+             conn->in.size(), conn->in.capacity() - conn->in.size(), conn->in.capacity(),
+             conn->pending.size(), conn->out.capacity(),
+             conn->in.capacity() + conn->out.capacity() + sizeof(Connection),
+             c.last_command.empty() ? "NULL" : c.last_command.c_str(), c.resp_version,
+             c.shard);
+    out->append(line);
+  }
+}
+
+int Shard::KillClients(const commands::ClientKillFilter& filter) {
+  int killed = 0;
+  for (auto& [id, conn] : connections_) {
+    if (conn->closed) continue;
+    const commands::ClientState& c = conn->client;
+    if (filter.skip_me && c.id == filter.caller_id) continue;
+    if (filter.has_id && c.id != filter.id) continue;
+    if (!filter.addr.empty() && c.addr != filter.addr) continue;
+    if (!filter.laddr.empty() && c.laddr != filter.laddr) continue;
+    // The caller's own connection closes after its reply; others at once (their owed replies
+    // are dropped, as Redis drops them).
+    if (c.id == filter.caller_id) {
+      conn->close_after_flush = true;
+    } else {
+      conn->close_after_flush = true;
+      conn->out.clear();
+      conn->out_sent = 0;
+      MarkWrite(conn.get());
+    }
+    ++killed;
+  }
+  return killed;
+}
+
+void Shard::RequestShutdown() {
+  if (group_->on_shutdown_request) group_->on_shutdown_request();
+}
+
+const commands::ServerFacts& Shard::facts() { return group_->facts(); }
+
+void Shard::ConfigGet(std::string_view pattern,
+                      std::vector<std::pair<std::string, std::string>>* out) {
+  group_->ConfigGet(pattern, out);
+}
+
+std::string Shard::ConfigSet(std::string_view name, std::string_view value) {
+  return group_->ConfigSet(name, value);
+}
+
+void Shard::ResetStats() {
+  uint64_t connected = stats_.connected_clients;
+  stats_ = commands::ShardStats{};
+  stats_.connected_clients = connected;
+}
+
+}  // namespace keep::shard
+
+namespace keep::shard {
+
+bool Shard::OwnsKey(std::string_view key) {
+  return commands::ShardOfSlot(group_->slot_function()(key), options_.count) == options_.index;
+}
+
+}  // namespace keep::shard

@@ -1,0 +1,175 @@
+// A shard: one thread that owns a slice of the keys, their store, and the connections it
+// accepted, running a level-triggered epoll loop (design §2.2). A turn reads every ready
+// connection, executes every complete request (forwarding those owned by other shards over SPSC
+// rings), drains the rings from other shards, then sends each connection's replies in one call.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "dataplane/commands/command.h"
+#include "dataplane/commands/command_table.h"
+#include "dataplane/commands/plan.h"
+#include "dataplane/commands/shard_services.h"
+#include "dataplane/core/clock.h"
+#include "dataplane/core/slot.h"
+#include "dataplane/core/store.h"
+#include "dataplane/shard/connection.h"
+#include "dataplane/shard/spsc_ring.h"
+
+namespace keep::shard {
+
+class ShardGroup;
+struct Gather;
+
+// A request forwarded to the shard that owns its keys, and its reply on the way back. The
+// object makes the round trip and returns to the pool of the shard that sent it, so pools are
+// single-threaded.
+struct Envelope {
+  bool is_reply = false;
+  uint16_t origin = 0;
+  uint16_t target = 0;
+  Connection* conn = nullptr;
+  PendingReply* slot = nullptr;  // single-part requests
+  Gather* gather = nullptr;          // parts of split and broadcast requests
+  const commands::CommandSpec* spec = nullptr;
+  int resp_version = 2;
+  uint64_t caller_id = 0;
+  uint64_t cursor_position = 0;
+  bool as_part = false;  // the handler gets a PartResult
+  std::string arg_bytes;
+  std::vector<uint32_t> arg_ends;
+  std::vector<std::string_view> args;
+  commands::PartResult result;
+};
+
+// The originating side of a split or broadcast request: waits for every part, then combines.
+struct Gather {
+  Connection* conn = nullptr;
+  PendingReply* slot = nullptr;
+  const commands::CommandSpec* spec = nullptr;
+  int resp_version = 2;
+  int outstanding = 0;
+  std::vector<commands::PartResult*> parts;  // indexed by shard
+  std::vector<Envelope*> envelopes;
+  std::vector<std::unique_ptr<commands::PartResult>> spare_results;
+  std::vector<uint16_t> key_part;
+  std::vector<uint32_t> key_pos;
+  std::string arg_bytes;
+  std::vector<uint32_t> arg_ends;
+  std::vector<std::string_view> args;
+};
+
+struct ShardOptions {
+  int index = 0;
+  int count = 1;
+  int pin_cpu = -1;
+  std::vector<int> listen_fds;  // client port (SO_REUSEPORT member) and shard port
+  proto::RespLimits resp_limits;
+  commands::Limits command_limits;
+  int64_t client_output_buffer_limit = 256ll * 1024 * 1024;
+  int64_t client_query_buffer_limit = 1024ll * 1024 * 1024;
+};
+
+class Shard final : public commands::ShardServices {
+ public:
+  Shard(ShardGroup* group, ShardOptions options);
+  ~Shard() override;
+
+  void Start();
+  void Join();
+  // Wakes the shard if it is parked; any thread.
+  void Wake();
+
+  int index() const { return options_.index; }
+
+  // commands::ShardServices
+  void CollectStats(commands::ShardStats* stats) override;
+  void AppendClientList(std::string* out, const std::vector<uint64_t>& ids) override;
+  int KillClients(const commands::ClientKillFilter& filter) override;
+  void RequestShutdown() override;
+  const commands::ServerFacts& facts() override;
+  void ConfigGet(std::string_view pattern,
+                 std::vector<std::pair<std::string, std::string>>* out) override;
+  std::string ConfigSet(std::string_view name, std::string_view value) override;
+  void ResetStats() override;
+  bool OwnsKey(std::string_view key) override;
+
+ private:
+  friend class ShardGroup;
+
+  void Run();
+  void Turn(int timeout_ms);
+  void Accept(int listen_fd);
+  void OnReadable(Connection* conn);
+  void ProcessInput(Connection* conn, std::string_view data, bool from_scratch);
+  void Dispatch(Connection* conn, std::span<const std::string_view> args);
+  void RunPart(const commands::CommandSpec* spec, std::span<const std::string_view> args,
+               int resp_version, commands::PartResult* result, bool as_part, uint64_t caller_id,
+               uint64_t cursor_position);
+  void StartGather(Connection* conn, std::span<const std::string_view> args);
+  void SendPart(Gather* gather, int target, std::span<const std::string_view> args, bool as_part,
+                uint64_t cursor_position);
+  void FinishGather(Gather* gather);
+  void OnEnvelope(Envelope* envelope);
+  void DrainInbound();
+  void FlushOutbound();
+  void Push(int target, Envelope* envelope);
+  std::string* ReplyTarget(Connection* conn);
+  void FlushSlots(Connection* conn);
+  void MarkWrite(Connection* conn);
+  void WriteAll();
+  void Write(Connection* conn);
+  bool InputPaused(const Connection* conn) const;
+  void UpdateInterest(Connection* conn);
+  void Close(Connection* conn, const char* reason);
+  void MaybeFree(Connection* conn);
+  void Timers();
+  void BeginStop();
+  bool Drained() const;
+
+  Envelope* NewEnvelope();
+  void Recycle(Envelope* envelope);
+  PendingReply* NewSlot();
+  void Recycle(PendingReply* slot);
+  Gather* NewGather();
+  void Recycle(Gather* gather);
+
+  ShardGroup* group_;
+  ShardOptions options_;
+  const commands::CommandTable& table_;
+  core::Store store_;
+  core::Clock clock_;
+  int64_t now_ms_ = 0;
+  int epoll_fd_ = -1;
+  int wake_fd_ = -1;
+  std::atomic<bool> parked_{false};
+  std::thread thread_;
+  bool stopping_ = false;
+  int64_t stop_deadline_ms_ = 0;
+  bool reported_drained_ = false;
+
+  std::unordered_map<uint64_t, std::unique_ptr<Connection>> connections_;
+  std::vector<std::unique_ptr<Connection>> zombies_;  // closed, replies still in flight
+  std::vector<Connection*> write_list_;
+  std::vector<Connection*> resume_list_;
+  std::vector<std::vector<Envelope*>> outbound_;  // per target shard, pushed at the turn's end
+  std::unique_ptr<char[]> scratch_;               // one read buffer for every connection
+
+  commands::RoutePlan plan_;
+  std::vector<std::string_view> part_args_;
+  std::vector<Envelope*> envelope_pool_;
+  std::vector<PendingReply*> slot_pool_;
+  std::vector<Gather*> gather_pool_;
+  int64_t next_timer_ms_ = 0;
+  uint64_t random_state_;
+
+  commands::ShardStats stats_;
+};
+
+}  // namespace keep::shard
