@@ -124,8 +124,6 @@ const std::vector<Setting>& Settings() {
                 int64_t{1} << 40, true)},
       {"timeout", Kind::kInt, "close a client idle for this many seconds; 0 = never (default 0)",
        IntField("timeout", &Config::timeout_seconds, 0, 365ll * 24 * 3600, false)},
-      {"maxmemory", Kind::kSize, "memory cap split across shards; 0 = none (default 0)",
-       IntField("maxmemory", &Config::maxmemory, 0, int64_t{1} << 50, true)},
       {"enable-debug-command", Kind::kBool, "allow DEBUG (POPULATE, SLEEP, ...) (default off)",
        [](Config& c, std::string_view v) -> std::string {
          auto value = ParseBool(v);

@@ -29,7 +29,6 @@ struct Config {
   int64_t client_query_buffer_limit = 1024ll * 1024 * 1024;
   int64_t client_output_buffer_limit = 256ll * 1024 * 1024;
   int64_t timeout_seconds = 0;  // idle client timeout, 0: never
-  int64_t maxmemory = 0;
   bool enable_debug_command = false;
   std::string requirepass;  // from KEEP_REQUIREPASS or --requirepass-file only
 };

@@ -93,9 +93,9 @@ TEST(ConfigTest, Sizes) {
   EXPECT_EQ(ParseSize("2GB"), 2ll * 1024 * 1024 * 1024);
   EXPECT_FALSE(ParseSize("12parsecs").has_value());
   EXPECT_FALSE(ParseSize("").has_value());
-  LoadResult r = Load({"--maxmemory", "64mb"});
+  LoadResult r = Load({"--client-output-buffer-limit", "64mb"});
   ASSERT_TRUE(r.config.has_value());
-  EXPECT_EQ(r.config->maxmemory, 64ll * 1024 * 1024);
+  EXPECT_EQ(r.config->client_output_buffer_limit, 64ll * 1024 * 1024);
 }
 
 TEST(ConfigTest, SecretsComeFromFilesOrEnvironmentOnly) {

@@ -48,7 +48,6 @@ std::map<std::string, std::string> ConfigView(const Config& config, int port) {
       {"proto-max-bulk-len", std::to_string(config.proto_max_bulk_len)},
       {"client-query-buffer-limit", std::to_string(config.client_query_buffer_limit)},
       {"client-output-buffer-limit", std::to_string(config.client_output_buffer_limit)},
-      {"maxmemory", std::to_string(config.maxmemory)},
       {"databases", "1"},
       {"save", ""},
       {"appendonly", "no"},
@@ -124,7 +123,6 @@ int RunServer(const std::vector<std::string>& argv, const std::vector<std::strin
   facts.shard_count = shards;
   facts.start_ms = core::WallMillis();
   facts.pid = getpid();
-  facts.maxmemory = static_cast<uint64_t>(config.maxmemory);
 
   std::vector<shard::ShardOptions> shard_options;
   for (int i = 0; i < shards; ++i) {
@@ -157,7 +155,7 @@ int RunServer(const std::vector<std::string>& argv, const std::vector<std::strin
   std::string quota = budget.quota_cpus ? std::to_string(*budget.quota_cpus) : "none";
   fprintf(stderr,
           "keep-server started version=%s pid=%d bind=%s port=%d shards=%d budget=%d "
-          "allowed_cpus=%s quota_cpus=%s pinned=%s cpus=%s shard_ports=%s maxmemory=%lld "
+          "allowed_cpus=%s quota_cpus=%s pinned=%s cpus=%s shard_ports=%s "
           "maxclients=%lld tls=off member=standalone\n",
           kVersion, getpid(), config.bind.c_str(), listeners.client_port, shards, budget.budget,
           JoinInts(budget.allowed_cpus).c_str(), quota.c_str(), pin ? "true" : "false",
@@ -167,15 +165,11 @@ int RunServer(const std::vector<std::string>& argv, const std::vector<std::strin
                  std::to_string(config.shard_port_base + shards - 1))
                     .c_str()
               : "off",
-          static_cast<long long>(config.maxmemory), static_cast<long long>(config.maxclients));
+          static_cast<long long>(config.maxclients));
 
-  int interrupts = 0;
-  while (true) {
-    int signal_number = 0;
-    sigwait(&signals, &signal_number);
-    if (signal_number == SIGINT) ++interrupts;
-    break;
-  }
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  int interrupts = signal_number == SIGINT ? 1 : 0;
   fprintf(stderr, "keep-server: stopping (%s)\n", interrupts > 0 ? "SIGINT" : "SIGTERM");
   group->RequestStop();
   std::atomic<bool> stopped{false};
@@ -185,7 +179,7 @@ int RunServer(const std::vector<std::string>& argv, const std::vector<std::strin
   });
   timespec poll{0, 50'000'000};
   while (!stopped) {
-    int signal_number = sigtimedwait(&signals, nullptr, &poll);
+    signal_number = sigtimedwait(&signals, nullptr, &poll);
     if (signal_number == SIGINT && ++interrupts >= 2) {
       fprintf(stderr, "keep-server: second SIGINT, exiting now\n");
       _exit(130);

@@ -452,6 +452,8 @@ void Shard::StartGather(Connection* conn, std::span<const std::string_view> args
   Gather* gather = NewGather();
   gather->conn = conn;
   gather->spec = plan_.spec;
+  gather->routing = plan_.routing;
+  gather->cursor_shard = plan_.shard;
   gather->resp_version = conn->client.resp_version;
   gather->slot = NewSlot();
   conn->pending.push_back(gather->slot);
@@ -537,6 +539,11 @@ void Shard::FinishGather(Gather* gather) {
   if (!conn->closed) {
     proto::ReplyWriter writer(&gather->slot->bytes, gather->resp_version);
     commands::CombineInput input{gather->parts, gather->key_part, gather->key_pos, gather->args};
+    input.shard_count = options_.count;
+    if (gather->routing == commands::Routing::kCursorShard) {
+      input.parts = std::span(gather->parts).subspan(gather->cursor_shard, 1);
+      input.shard = gather->cursor_shard;
+    }
     if (gather->spec->combine != nullptr) {
       gather->spec->combine(input, writer);
     } else {

@@ -53,6 +53,8 @@ struct Gather {
   Connection* conn = nullptr;
   PendingReply* slot = nullptr;
   const commands::CommandSpec* spec = nullptr;
+  commands::Routing routing = commands::Routing::kAllShards;
+  int cursor_shard = 0;  // kCursorShard: the one shard that runs the part
   int resp_version = 2;
   int outstanding = 0;
   std::vector<commands::PartResult*> parts;  // indexed by shard

@@ -1,0 +1,98 @@
+#include <gtest/gtest.h>
+
+#include "dataplane/commands/fake_services.h"
+#include "dataplane/commands/test_fixture.h"
+
+namespace keep::commands {
+namespace {
+
+class ServerFamilyTest : public CommandFixture {
+ protected:
+  ServerFamilyTest()
+      : CommandFixture(2, {ServerCommands(), ConnectionCommands(), StringCommands(),
+                           KeyCommands()}) {
+    set_services(&services_);
+  }
+  FakeServices services_;
+};
+
+TEST_F(ServerFamilyTest, InfoSumsShardsAndSelectsSections) {
+  std::string reply = Run({"INFO"});
+  EXPECT_NE(reply.find("# Server\r\nredis_version:7.0.15\r\n"), std::string::npos) << reply;
+  // Two shards each report 3 clients and 10 commands.
+  EXPECT_NE(reply.find("connected_clients:6\r\n"), std::string::npos);
+  EXPECT_NE(reply.find("total_commands_processed:20\r\n"), std::string::npos);
+  std::string keyspace = Run({"INFO", "keyspace"});
+  EXPECT_EQ(keyspace, resp::Bulk("# Keyspace\r\n"));
+  services_.stats_.keys = 5;
+  services_.stats_.keys_with_expiry = 1;
+  EXPECT_EQ(Run({"INFO", "KEYSPACE"}), resp::Bulk("# Keyspace\r\ndb0:keys=10,expires=2,avg_ttl=0\r\n"));
+  EXPECT_EQ(Run({"INFO", "nosuchsection"}), resp::Bulk(""));
+  EXPECT_TRUE(RunResp3({"INFO", "keyspace"}).starts_with("="));
+}
+
+TEST_F(ServerFamilyTest, ConfigGetAndSet) {
+  EXPECT_EQ(Run({"CONFIG", "GET", "timeout"}), resp::BulkArray({"timeout", "0"}));
+  EXPECT_EQ(Run({"CONFIG", "GET", "max*"}), resp::BulkArray({"maxclients", "10000"}));
+  EXPECT_EQ(Run({"CONFIG", "GET", "nothing"}), "*0\r\n");
+  EXPECT_EQ(RunResp3({"CONFIG", "GET", "timeout"}), "%1\r\n$7\r\ntimeout\r\n$1\r\n0\r\n");
+  EXPECT_EQ(Run({"CONFIG", "SET", "timeout", "5"}), "+OK\r\n");
+  EXPECT_EQ(services_.config["timeout"], "5");
+  EXPECT_EQ(Run({"CONFIG", "SET", "bogus", "1"}),
+            resp::Err("ERR Unknown option or number of arguments for CONFIG SET - 'bogus'"));
+  EXPECT_EQ(Run({"CONFIG", "SET", "timeout"}),
+            resp::Err("ERR wrong number of arguments for 'config|set' command"));
+  EXPECT_EQ(Run({"CONFIG", "GET"}),
+            resp::Err("ERR wrong number of arguments for 'config|get' command"));
+  EXPECT_EQ(Run({"CONFIG", "NOPE"}), resp::Err("ERR unknown subcommand 'NOPE'. Try CONFIG HELP."));
+  EXPECT_EQ(Run({"CONFIG", "RESETSTAT"}), "+OK\r\n");
+  EXPECT_EQ(services_.resets, 2);  // one per shard
+}
+
+TEST_F(ServerFamilyTest, CommandIntrospection) {
+  int64_t count = static_cast<int64_t>(table().all().size());
+  EXPECT_EQ(Run({"COMMAND", "COUNT"}), resp::Int(count));
+  std::string info = Run({"COMMAND", "INFO", "get", "nosuch"});
+  EXPECT_TRUE(info.starts_with("*2\r\n*10\r\n$3\r\nget\r\n:2\r\n")) << info;
+  EXPECT_TRUE(info.ends_with("*-1\r\n"));
+  std::string docs = Run({"COMMAND", "DOCS", "set"});
+  EXPECT_TRUE(docs.starts_with("*2\r\n$3\r\nset\r\n*8\r\n$7\r\nsummary\r\n")) << docs;
+  EXPECT_EQ(Run({"COMMAND", "BOGUS"}), resp::Err("ERR unknown subcommand 'BOGUS'. Try COMMAND HELP."));
+  EXPECT_TRUE(Run({"COMMAND"}).starts_with("*" + std::to_string(count) + "\r\n"));
+}
+
+TEST_F(ServerFamilyTest, TimeIsNow) {
+  std::string reply = Run({"TIME"});
+  EXPECT_TRUE(reply.starts_with("*2\r\n$10\r\n")) << reply;
+  EXPECT_EQ(Run({"TIME", "x"}), resp::Err("ERR wrong number of arguments for 'time' command"));
+}
+
+TEST_F(ServerFamilyTest, ShutdownRequestsStopWithoutReply) {
+  EXPECT_EQ(Run({"SHUTDOWN", "BOGUS"}), resp::Err("ERR syntax error"));
+  EXPECT_FALSE(services_.shutdown_requested);
+  EXPECT_EQ(Run({"SHUTDOWN", "NOSAVE"}), "");
+  EXPECT_TRUE(services_.shutdown_requested);
+  EXPECT_TRUE(client().close_after_reply);
+}
+
+TEST_F(ServerFamilyTest, DebugNeedsTheSetting) {
+  std::string disabled = Run({"DEBUG", "POPULATE", "10"});
+  EXPECT_TRUE(disabled.starts_with("-ERR DEBUG command not allowed.")) << disabled;
+  EXPECT_TRUE(Run({"DEBUG", "SLEEP", "0"}).starts_with("-ERR DEBUG command not allowed."));
+}
+
+TEST_F(ServerFamilyTest, DebugPopulateMakesRedisKeys) {
+  limits().enable_debug_command = true;
+  EXPECT_EQ(Run({"DEBUG", "POPULATE", "100"}), "+OK\r\n");
+  // The fake services claim every key, so each shard creates all of them.
+  EXPECT_EQ(store(0).Size() + store(1).Size(), 200u);
+  EXPECT_EQ(Run({"GET", "key:7"}), resp::Bulk("value:7"));
+  EXPECT_EQ(Run({"DEBUG", "POPULATE", "3", "p", "10"}), "+OK\r\n");
+  EXPECT_EQ(Run({"GET", "p:1"}), resp::Bulk(std::string("value:1\0\0\0", 10)));
+  EXPECT_EQ(Run({"DEBUG", "POPULATE", "x"}), resp::Err("ERR value is not an integer or out of range"));
+  EXPECT_EQ(Run({"DEBUG", "SLEEP", "0"}), "+OK\r\n");
+  EXPECT_EQ(Run({"DEBUG", "WHAT"}), resp::Err("ERR unknown subcommand 'WHAT'. Try DEBUG HELP."));
+}
+
+}  // namespace
+}  // namespace keep::commands
