@@ -17,7 +17,7 @@ class ReplyWriter {
   std::string* buffer() { return out_; }
 
   void Ok() { Raw("+OK\r\n"); }
-  void Simple(std::string_view text);  // +text
+  void Simple(std::string_view text);  // +text (CR and LF become spaces, as in Error)
   // `message` starts with the error code, e.g. "ERR wrong number of arguments for 'get' command"
   // or "WRONGTYPE Operation against a key holding the wrong kind of value".
   void Error(std::string_view message);
@@ -26,11 +26,11 @@ class ReplyWriter {
   void Null();       // RESP2 "$-1", RESP3 "_"
   void NullArray();  // RESP2 "*-1", RESP3 "_"
   void ArrayHeader(size_t count);
-  void MapHeader(size_t pairs);  // RESP2: array of 2*pairs
-  void SetHeader(size_t count);  // RESP2: array
-  void PushHeader(size_t count); // RESP2: array
-  void Double(double value);     // RESP2: bulk string formatted as Redis does ("%.17g" style)
-  void Bool(bool value);         // RESP2: integer 1/0
+  void MapHeader(size_t pairs);   // RESP2: array of 2*pairs
+  void SetHeader(size_t count);   // RESP2: array
+  void PushHeader(size_t count);  // RESP2: array
+  void Double(double value);      // RESP2: bulk string formatted as Redis does ("%.17g" style)
+  void Bool(bool value);          // RESP2: integer 1/0
   void Verbatim(std::string_view format, std::string_view text);  // RESP2: bulk string
   void Raw(std::string_view bytes) { out_->append(bytes); }
 

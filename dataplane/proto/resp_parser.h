@@ -13,8 +13,10 @@ namespace keep::proto {
 struct RespLimits {
   // Redis's proto-max-bulk-len: a larger announced bulk is a protocol error.
   size_t max_bulk_len = 512ull * 1024 * 1024;
-  // Redis refuses more than 1024*1024 arguments in one multibulk request.
-  size_t max_multibulk_len = 1024 * 1024;
+  // Redis 7.0 refuses a multibulk count above INT_MAX (the old 1024*1024 cap went away in 7.0).
+  // The parser never reserves space from the announced count, so a huge count costs nothing until
+  // its arguments actually arrive; the caller's query-buffer cap bounds that.
+  size_t max_multibulk_len = 2147483647;
   // Redis's PROTO_INLINE_MAX_SIZE: an inline request longer than this is an error.
   size_t max_inline_len = 64 * 1024;
 };
@@ -39,7 +41,9 @@ class RespParser {
   const std::string& error() const { return error_; }
 
   // After kIncomplete: a lower bound on the buffer size that can complete this request, so a
-  // caller can skip re-parsing until that many bytes are buffered (0 when unknown).
+  // caller can skip re-parsing until that many bytes are buffered (0 when unknown). It is set
+  // while a bulk payload is awaited (payload end + 2): no verdict, error or success, can change
+  // before then, so skipping never delays an error Redis would have sent.
   size_t needed() const { return needed_; }
 
  private:
