@@ -35,8 +35,9 @@ bool ValidClientName(std::string_view name) {
 
 // Checks a password against the default user; on failure writes the error and returns false.
 bool CheckPassword(CommandContext& ctx, std::string_view user, std::string_view password) {
+  // Without requirepass the default user is "nopass": any password is accepted, as in Redis.
   const std::string& required = ctx.limits.requirepass;
-  if (user != "default" || required.empty() || password != required) {
+  if (user != "default" || (!required.empty() && password != required)) {
     ctx.reply.Error(kWrongPass);
     return false;
   }

@@ -56,6 +56,9 @@ TEST_F(ConnectionFamilyTest, AuthWithoutPassword) {
             resp::Err("ERR AUTH <password> called without any password configured for the "
                       "default user. Are you sure your configuration is correct?"));
   EXPECT_EQ(Run({"AUTH", "a", "b", "c"}), resp::Err("ERR syntax error"));
+  EXPECT_EQ(Run({"AUTH", "default", "anything"}), "+OK\r\n");
+  EXPECT_EQ(Run({"AUTH", "someone", "anything"}),
+            resp::Err("WRONGPASS invalid username-password pair or user is disabled."));
 }
 
 TEST_F(ConnectionFamilyTest, AuthWithPassword) {

@@ -317,8 +317,7 @@ void Shard::OnReadable(Connection* conn) {
 
 void Shard::ProcessInput(Connection* conn, std::string_view data, bool from_scratch) {
   size_t offset = 0;
-  std::vector<std::string_view> args;
-  args.reserve(8);
+  std::vector<std::string_view>& args = args_;
   while (offset < data.size() && !conn->closed && !conn->close_after_flush &&
          !InputPaused(conn)) {
     size_t consumed = 0;
@@ -536,6 +535,21 @@ void Shard::SendPart(Gather* gather, int target, std::span<const std::string_vie
 void Shard::FinishGather(Gather* gather) {
   Connection* conn = gather->conn;
   for (Envelope* envelope : gather->envelopes) gather->parts[envelope->target] = &envelope->result;
+  // A SCAN step that exhausted its shard without finding anything moves straight on to the
+  // next shard, so a client never sees an empty page with a non-zero cursor for an empty shard
+  // (and an empty keyspace ends in one call, as in Redis).
+  if (gather->routing == commands::Routing::kCursorShard && !conn->closed) {
+    commands::PartResult* part = gather->parts[gather->cursor_shard];
+    if (!part->failed && part->cursor == 0 && part->integer == 0 &&
+        gather->cursor_shard + 1 < options_.count) {
+      gather->parts[gather->cursor_shard] = nullptr;
+      ++gather->cursor_shard;
+      gather->outstanding = 1;
+      SendPart(gather, gather->cursor_shard, gather->args, true, 0);
+      if (gather->outstanding == 0) FinishGather(gather);
+      return;
+    }
+  }
   if (!conn->closed) {
     proto::ReplyWriter writer(&gather->slot->bytes, gather->resp_version);
     commands::CombineInput input{gather->parts, gather->key_part, gather->key_pos, gather->args};

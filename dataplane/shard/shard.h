@@ -164,6 +164,7 @@ class Shard final : public commands::ShardServices {
   std::unique_ptr<char[]> scratch_;               // one read buffer for every connection
 
   commands::RoutePlan plan_;
+  std::vector<std::string_view> args_;  // the request being parsed, reused
   std::vector<std::string_view> part_args_;
   std::vector<Envelope*> envelope_pool_;
   std::vector<PendingReply*> slot_pool_;
