@@ -1,6 +1,8 @@
 #include "dataplane/commands/plan.h"
 
-#include <charconv>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
 
 namespace keep::commands {
 
@@ -87,10 +89,14 @@ void PlanRequest(const CommandTable& table, std::span<const std::string_view> ar
       return;
     }
     case Routing::kCursorShard: {
-      std::string_view text = args[1];
-      uint64_t cursor = 0;
-      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), cursor);
-      if (ec != std::errc() || end != text.data() + text.size() || text.empty()) {
+      // Redis parses cursors with strtoul: "" is 0, "+5" is 5, "-1" wraps; leading space,
+      // trailing bytes and overflow are refused.
+      std::string text(args[1]);
+      char* end = nullptr;
+      errno = 0;
+      uint64_t cursor = std::strtoull(text.c_str(), &end, 10);
+      if ((!text.empty() && std::isspace(static_cast<unsigned char>(text[0]))) || *end != '\0' ||
+          errno == ERANGE) {
         plan->error = "ERR invalid cursor";
         return;
       }

@@ -158,6 +158,12 @@ TEST_F(PlanTest, ScanInvalidCursor) {
   EXPECT_EQ(Plan({"SCAN", "1x"}).error, "ERR invalid cursor");
   EXPECT_EQ(Plan({"SCAN", " 1"}).error, "ERR invalid cursor");
   EXPECT_EQ(Plan({"SCAN", "18446744073709551616"}).error, "ERR invalid cursor");
+  // strtoul's leniencies, which Redis inherits.
+  EXPECT_EQ(Plan({"SCAN", ""}).error, "");
+  EXPECT_EQ(plan_.cursor_position, 0u);
+  EXPECT_EQ(Plan({"SCAN", "+5"}).error, "");
+  EXPECT_EQ(plan_.shard, 1);
+  EXPECT_EQ(Plan({"SCAN", "-1"}).error, "");
 }
 
 TEST_F(PlanTest, SpecsAreConsistent) {

@@ -1,0 +1,1 @@
+"""Shared helpers for the single-node end-to-end suites (raw RESP client, server processes)."""
