@@ -12,9 +12,10 @@ PORT ?= 7000
 DEB_PACKAGES := cmake ninja-build g++ clang libclang-rt-14-dev clang-format pkg-config \
   libgtest-dev libgmock-dev libbenchmark-dev libabsl-dev libxxhash-dev libssl-dev \
   libboost-dev nlohmann-json3-dev libtomlplusplus-dev \
-  redis-server redis-tools python3 python3-redis python3-pytest procps iproute2
+  redis-server redis-tools python3 python3-redis python3-pytest procps iproute2 \
+  openssl util-linux
 
-.PHONY: all deps build build-asan build-fuzz run test unit asan fuzz e2e bench format clean
+.PHONY: all deps build build-asan build-fuzz run test unit asan fuzz e2e e2e-k8s bench format clean
 
 all: build
 
@@ -62,13 +63,20 @@ fuzz: build-fuzz
 	status=$${PIPESTATUS[0]}; rm -rf $$corpus; exit $$status
 
 e2e: build
-	$(PYTHON) -m pytest -q e2e
+	$(PYTHON) -m pytest -q e2e --ignore=e2e/k8s
+
+# The real Kubernetes control plane (built from Go modules into ~/.cache/keep-e2e, warm in
+# seconds) and the suites that run on it.
+e2e-k8s: build
+	e2e/k8s/build-tools.sh
+	$(PYTHON) -m pytest -q e2e/k8s
 
 test: deps
 	$(MAKE) unit
 	$(MAKE) asan
 	$(MAKE) fuzz
 	$(MAKE) e2e
+	$(MAKE) e2e-k8s
 
 format:
 	git ls-files '*.cc' '*.h' | xargs clang-format -i
