@@ -1,175 +1,535 @@
 #include "dataplane/core/store.h"
 
+#include <xxhash.h>
+
+#include <algorithm>
 #include <cstring>
-#include <unordered_map>
+#include <random>
+
+#include "dataplane/core/chunk_pool.h"
+#include "dataplane/core/dash_table.h"
+#include "dataplane/core/record.h"
+#include "dataplane/core/slab_allocator.h"
+#include "dataplane/core/value_arena.h"
 
 namespace keep::core {
 
-struct Store::Entry {
-  std::string key;
-  std::string value;
-  int64_t expire_at = kNoExpiry;
-  ValueType type = ValueType::kString;
-};
+namespace rec = record;
+using Slot = DashTable::Slot;
 
 namespace {
-struct TransparentHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+
+// One random seed per process: table layout then differs between runs, so a client cannot
+// precompute colliding keys.
+uint64_t ProcessSeed() {
+  static const uint64_t seed = [] {
+    std::random_device device;
+    return (uint64_t{device()} << 32) ^ device();
+  }();
+  return seed;
+}
+
+Slot* SlotOf(Store::Ref ref) { return reinterpret_cast<Slot*>(ref); }
+Store::Ref RefOf(Slot* slot) { return reinterpret_cast<Store::Ref>(slot); }
+uint8_t* RecordOf(Slot slot) { return static_cast<uint8_t*>(DashTable::Pointer(slot)); }
+uint8_t* RecordOf(Store::Ref ref) { return RecordOf(*SlotOf(ref)); }
+
+// What a value section will hold.
+struct ValueSpec {
+  uint8_t kind = 0;             // 0 (inline), rec::kInteger or rec::kExternal
+  uint32_t field = 0;           // the header's value field
+  const char* bytes = nullptr;  // inline: source of the first copy_length bytes
+  size_t copy_length = 0;       // inline: the rest up to `field` is zero-filled
+  int64_t integer = 0;
+  void* block = nullptr;  // external
+  uint32_t capacity = 0;  // external
 };
-struct TransparentEqual {
-  using is_transparent = void;
-  bool operator()(std::string_view a, std::string_view b) const { return a == b; }
-};
+
 }  // namespace
 
 struct Store::Impl {
-  // Entries are heap nodes so a Ref survives rehashing; the key lives in the entry.
-  std::unordered_map<std::string_view, std::unique_ptr<Entry>, TransparentHash, TransparentEqual>
-      map;
+  Impl() : seed(ProcessSeed()), table(&slab, &Rehash, this) {}
+
+  // Member order matters: the table frees into the slab, which returns chunks to the pool.
+  ChunkPool pool;
+  SlabAllocator slab{&pool};
+  ValueArena arena{&pool};
+  uint64_t seed;
+  DashTable table;
   size_t with_expiry = 0;
-  size_t used_bytes = 0;
-  size_t expire_cursor = 0;
+  size_t logical_bytes = 0;
+  int64_t lag_current = 0;
+  int64_t lag_previous = 0;
+  // The last slot Find or Insert returned and its hash, so Erase(ref) right after needs no hash.
+  Slot* last_slot = nullptr;
+  uint64_t last_hash = 0;
+  char scratch[kValueScratch][24];
+  unsigned scratch_next = 0;
+
+  uint64_t Hash(std::string_view key) const {
+    return XXH3_64bits_withSeed(key.data(), key.size(), seed);
+  }
+  static uint64_t Rehash(const void* context, Slot slot) {
+    return static_cast<const Impl*>(context)->Hash(rec::Key(RecordOf(slot)));
+  }
+
+  uint8_t* AllocateRecord(size_t size) {
+    return static_cast<uint8_t*>(size <= SlabAllocator::kMaxSize ? slab.Allocate(size)
+                                                                 : arena.Allocate(size));
+  }
+  void FreeRecordBytes(uint8_t* r, size_t size) {
+    if (size <= SlabAllocator::kMaxSize) {
+      slab.Free(r, size);
+    } else {
+      arena.Free(r, size);
+    }
+  }
+  // Whether a record of `from` bytes can become `to` bytes without moving.
+  static bool SameBlock(size_t from, size_t to) {
+    if (from <= SlabAllocator::kMaxSize && to <= SlabAllocator::kMaxSize) {
+      return SlabAllocator::ClassOf(from) == SlabAllocator::ClassOf(to);
+    }
+    if (from > SlabAllocator::kMaxSize && to > SlabAllocator::kMaxSize) {
+      return ValueArena::ClassSize(from) == ValueArena::ClassSize(to);
+    }
+    return false;
+  }
+
+  static size_t ValueLength(const uint8_t* r) {
+    if (r[0] & rec::kInteger) {
+      char buf[24];
+      return rec::FormatInteger(rec::LoadInteger(rec::ValueBytes(r), rec::ValueField(r)), buf);
+    }
+    return rec::ValueField(r);
+  }
+
+  // Frees a record and what it owns; the table slot is the caller's business.
+  void FreeRecord(uint8_t* r) {
+    logical_bytes -= rec::KeyLength(r) + ValueLength(r);
+    if (r[0] & rec::kHasExpiry) --with_expiry;
+    if (r[0] & rec::kExternal) {
+      const uint8_t* v = rec::ValueBytes(r);
+      arena.Free(rec::ExternalPointer(v), rec::ExternalCapacity(v));
+    }
+    FreeRecordBytes(r, rec::Size(r));
+  }
+
+  ValueSpec Encode(std::string_view value) {
+    ValueSpec spec;
+    int64_t integer;
+    if (value.size() <= 20 && rec::ParseCanonicalInteger(value, &integer)) {
+      spec.kind = rec::kInteger;
+      spec.integer = integer;
+      spec.field = rec::IntegerWidth(integer);
+    } else if (value.size() >= rec::kExternalMin) {
+      spec.kind = rec::kExternal;
+      spec.field = static_cast<uint32_t>(value.size());
+      spec.capacity = static_cast<uint32_t>(ValueArena::ClassSize(value.size()));
+      spec.block = arena.Allocate(value.size());
+      std::memcpy(spec.block, value.data(), value.size());
+    } else {
+      spec.field = static_cast<uint32_t>(value.size());
+      spec.bytes = value.data();
+      spec.copy_length = value.size();
+    }
+    return spec;
+  }
+
+  // A new record; `flags` contributes the type and the pinned/lock bits. Accounting of logical
+  // bytes and expiry counts is the caller's.
+  uint8_t* MakeRecord(uint8_t flags, uint8_t clock, std::string_view key, int64_t deadline,
+                      const ValueSpec& v) {
+    flags &= static_cast<uint8_t>(~(rec::kInteger | rec::kExternal | rec::kLong | rec::kHasExpiry));
+    flags |= v.kind;
+    if (deadline != kNoExpiry) flags |= rec::kHasExpiry;
+    if (rec::NeedsLong(key.size(), v.field)) flags |= rec::kLong;
+    const size_t size = rec::Size(flags, key.size(), v.field);
+    uint8_t* r = AllocateRecord(size);
+    rec::WriteHeader(r, flags, clock, static_cast<uint32_t>(key.size()), v.field);
+    if (flags & rec::kHasExpiry) rec::SetDeadline(r, deadline);
+    uint8_t* k = r + rec::HeaderSize(flags);
+    std::memcpy(k, key.data(), key.size());
+    uint8_t* value = k + key.size();
+    if (v.kind == rec::kInteger) {
+      rec::StoreInteger(value, v.integer, v.field);
+    } else if (v.kind == rec::kExternal) {
+      rec::SetExternal(value, v.block, v.capacity);
+    } else {
+      if (v.copy_length > 0) std::memcpy(value, v.bytes, v.copy_length);
+      std::memset(value + v.copy_length, 0, v.field - v.copy_length);
+    }
+    return r;
+  }
+
+  // Replaces the record of `slot` by `fresh` (built from it), freeing the old one.
+  void Replace(Slot* slot, uint8_t* old, uint8_t* fresh) {
+    if (old[0] & rec::kExternal) {
+      const uint8_t* v = rec::ValueBytes(old);
+      void* block = rec::ExternalPointer(v);
+      // The new record may have taken over the block.
+      if (!(fresh[0] & rec::kExternal) || rec::ExternalPointer(rec::ValueBytes(fresh)) != block) {
+        arena.Free(block, rec::ExternalCapacity(v));
+      }
+    }
+    FreeRecordBytes(old, rec::Size(old));
+    DashTable::SetPointer(slot, fresh);
+  }
+
+  void EraseSlot(uint64_t hash, Slot* slot) {
+    FreeRecord(RecordOf(*slot));
+    table.Erase(hash, slot);
+    last_slot = nullptr;
+  }
+
+  uint64_t HashOf(Slot* slot) const {
+    return slot == last_slot ? last_hash : Hash(rec::Key(RecordOf(*slot)));
+  }
 };
+
+namespace {
+bool Expired(Slot slot, int64_t now_ms) {
+  return (slot & DashTable::kExpiryBit) != 0 && rec::Deadline(RecordOf(slot)) <= now_ms;
+}
+}  // namespace
 
 Store::Store() : impl_(std::make_unique<Impl>()) {}
 Store::~Store() = default;
 
-bool Store::ExpiredAt(Ref ref) const {
-  return ref->expire_at != kNoExpiry && ref->expire_at <= now_ms_;
-}
+uint8_t Store::AccessClock(Ref ref) const { return RecordOf(ref)[1]; }
 
 Store::Ref Store::Find(std::string_view key) {
-  auto it = impl_->map.find(key);
-  if (it == impl_->map.end()) return nullptr;
-  Ref ref = it->second.get();
-  if (ExpiredAt(ref)) {
-    Erase(ref);
+  Impl& m = *impl_;
+  const uint64_t hash = m.Hash(key);
+  Slot* slot = m.table.Find(hash, [key](Slot s) { return rec::Key(RecordOf(s)) == key; });
+  if (slot == nullptr) return nullptr;
+  if (Expired(*slot, now_ms_)) {
+    m.EraseSlot(hash, slot);
     ++expired_keys_;
     return nullptr;
   }
-  return ref;
+  RecordOf(*slot)[1] = static_cast<uint8_t>(now_ms_ / kAccessClockUnitMs);
+  m.last_slot = slot;
+  m.last_hash = hash;
+  return RefOf(slot);
 }
 
 Store::Ref Store::Insert(std::string_view key, std::string_view value, ValueType type) {
-  auto entry = std::make_unique<Entry>();
-  entry->key.assign(key);
-  entry->value.assign(value);
-  entry->type = type;
-  Ref ref = entry.get();
-  impl_->used_bytes += key.size() + value.size() + sizeof(Entry);
-  impl_->map.emplace(std::string_view(ref->key), std::move(entry));
-  return ref;
+  Impl& m = *impl_;
+  const uint64_t hash = m.Hash(key);
+  ValueSpec spec = m.Encode(value);
+  uint8_t* r =
+      m.MakeRecord(static_cast<uint8_t>(static_cast<uint8_t>(type) << rec::kTypeShift),
+                   static_cast<uint8_t>(now_ms_ / kAccessClockUnitMs), key, kNoExpiry, spec);
+  m.logical_bytes += key.size() + value.size();
+  Slot* slot = m.table.Insert(hash, reinterpret_cast<uintptr_t>(r));
+  m.last_slot = slot;
+  m.last_hash = hash;
+  return RefOf(slot);
 }
 
 bool Store::Erase(std::string_view key) {
-  auto it = impl_->map.find(key);
-  if (it == impl_->map.end()) return false;
-  Erase(it->second.get());
-  return true;
+  Impl& m = *impl_;
+  const uint64_t hash = m.Hash(key);
+  Slot* slot = m.table.Find(hash, [key](Slot s) { return rec::Key(RecordOf(s)) == key; });
+  if (slot == nullptr) return false;
+  const bool expired = Expired(*slot, now_ms_);
+  m.EraseSlot(hash, slot);
+  if (expired) ++expired_keys_;
+  return !expired;
 }
 
 void Store::Erase(Ref ref) {
-  if (ref->expire_at != kNoExpiry) --impl_->with_expiry;
-  impl_->used_bytes -= ref->key.size() + ref->value.size() + sizeof(Entry);
-  impl_->map.erase(std::string_view(ref->key));
+  Impl& m = *impl_;
+  m.EraseSlot(m.HashOf(SlotOf(ref)), SlotOf(ref));
 }
 
-std::string_view Store::Key(Ref ref) const { return ref->key; }
-std::string_view Store::Value(Ref ref) const { return ref->value; }
-ValueType Store::Type(Ref ref) const { return ref->type; }
+std::string_view Store::Key(Ref ref) const { return rec::Key(RecordOf(ref)); }
+
+std::string_view Store::Value(Ref ref) const {
+  const uint8_t* r = RecordOf(ref);
+  const uint8_t* v = rec::ValueBytes(r);
+  const uint8_t flags = r[0];
+  if ((flags & (rec::kInteger | rec::kExternal)) == 0) {
+    return {reinterpret_cast<const char*>(v), rec::ValueField(r)};
+  }
+  if (flags & rec::kExternal) {
+    return {static_cast<const char*>(rec::ExternalPointer(v)), rec::ValueField(r)};
+  }
+  char* buf = impl_->scratch[impl_->scratch_next++ % kValueScratch];
+  return {buf, rec::FormatInteger(rec::LoadInteger(v, rec::ValueField(r)), buf)};
+}
+
+ValueType Store::Type(Ref ref) const {
+  return static_cast<ValueType>(RecordOf(ref)[0] >> rec::kTypeShift);
+}
+
+bool Store::IntegerValue(Ref ref, int64_t* value) const {
+  const uint8_t* r = RecordOf(ref);
+  if ((r[0] & rec::kInteger) == 0) return false;
+  *value = rec::LoadInteger(rec::ValueBytes(r), rec::ValueField(r));
+  return true;
+}
+
+void Store::SetInteger(Ref ref, int64_t value) {
+  uint8_t* r = RecordOf(ref);
+  const uint32_t width = rec::IntegerWidth(value);
+  if ((r[0] & rec::kInteger) && rec::ValueField(r) == width) {
+    Impl& m = *impl_;
+    m.logical_bytes -= Impl::ValueLength(r);
+    rec::StoreInteger(rec::ValueBytes(r), value, width);
+    m.logical_bytes += Impl::ValueLength(r);
+    return;
+  }
+  char buf[24];
+  SetValue(ref, std::string_view(buf, rec::FormatInteger(value, buf)));
+}
 
 void Store::SetValue(Ref ref, std::string_view value) {
-  impl_->used_bytes += value.size() - ref->value.size();
-  ref->value.assign(value);
+  Impl& m = *impl_;
+  Slot* slot = SlotOf(ref);
+  uint8_t* r = RecordOf(*slot);
+  const uint8_t flags = r[0];
+  const size_t old_length = Impl::ValueLength(r);
+  const std::string_view key = rec::Key(r);
+  // Fast paths that keep the record where it is.
+  if (flags & rec::kExternal) {
+    uint8_t* v = rec::ValueBytes(r);
+    if (value.size() >= rec::kExternalMin && value.size() <= rec::ExternalCapacity(v)) {
+      std::memmove(rec::ExternalPointer(v), value.data(), value.size());
+      rec::Store32(r + 6, static_cast<uint32_t>(value.size()));
+      m.logical_bytes += value.size() - old_length;
+      return;
+    }
+  } else if (value.size() < rec::kExternalMin) {
+    int64_t integer;
+    const bool is_integer = value.size() <= 20 && rec::ParseCanonicalInteger(value, &integer);
+    const uint32_t field =
+        is_integer ? rec::IntegerWidth(integer) : static_cast<uint32_t>(value.size());
+    const uint8_t kind = is_integer ? rec::kInteger : 0;
+    const bool long_form = rec::NeedsLong(key.size(), field);
+    const size_t old_size = rec::Size(r);
+    const uint8_t new_flags = static_cast<uint8_t>((flags & ~(rec::kInteger | rec::kLong)) | kind |
+                                                   (long_form ? rec::kLong : 0));
+    if (long_form == rec::IsLong(r) &&
+        Impl::SameBlock(old_size, rec::Size(new_flags, key.size(), field))) {
+      uint8_t* v = rec::ValueBytes(r);
+      if (is_integer) {
+        rec::StoreInteger(v, integer, field);
+      } else {
+        std::memmove(v, value.data(), value.size());
+      }
+      r[0] = new_flags;
+      if (long_form) {
+        rec::Store32(r + 6, field);
+      } else {
+        r[3] = static_cast<uint8_t>(field);
+      }
+      m.logical_bytes += value.size() - old_length;
+      return;
+    }
+  }
+  const int64_t deadline = (flags & rec::kHasExpiry) ? rec::Deadline(r) : kNoExpiry;
+  ValueSpec spec = m.Encode(value);
+  uint8_t* fresh = m.MakeRecord(flags, r[1], key, deadline, spec);
+  m.Replace(slot, r, fresh);
+  m.logical_bytes += value.size() - old_length;
 }
 
 char* Store::ResizeValue(Ref ref, size_t length) {
-  impl_->used_bytes += length - ref->value.size();
-  ref->value.resize(length, '\0');
-  return ref->value.data();
+  Impl& m = *impl_;
+  Slot* slot = SlotOf(ref);
+  uint8_t* r = RecordOf(*slot);
+  const uint8_t flags = r[0];
+  const size_t old_length = Impl::ValueLength(r);
+  m.logical_bytes += length - old_length;
+  uint8_t* v = rec::ValueBytes(r);
+  if (flags & rec::kExternal) {
+    auto* block = static_cast<char*>(rec::ExternalPointer(v));
+    if (length >= rec::kExternalMin && length <= rec::ExternalCapacity(v)) {
+      if (length > old_length) std::memset(block + old_length, 0, length - old_length);
+      rec::Store32(r + 6, static_cast<uint32_t>(length));
+      return block;
+    }
+  } else if ((flags & rec::kInteger) == 0 && length < rec::kExternalMin) {
+    const std::string_view key = rec::Key(r);
+    const bool long_form = rec::NeedsLong(key.size(), static_cast<uint32_t>(length));
+    const uint8_t new_flags =
+        static_cast<uint8_t>((flags & ~rec::kLong) | (long_form ? rec::kLong : 0));
+    if (long_form == rec::IsLong(r) &&
+        Impl::SameBlock(rec::Size(r),
+                        rec::Size(new_flags, key.size(), static_cast<uint32_t>(length)))) {
+      if (length > old_length) std::memset(v + old_length, 0, length - old_length);
+      if (long_form) {
+        rec::Store32(r + 6, static_cast<uint32_t>(length));
+      } else {
+        r[3] = static_cast<uint8_t>(length);
+      }
+      return reinterpret_cast<char*>(v);
+    }
+  }
+  // Move: the old value (its string form for an integer) is the prefix of the new one.
+  char digits[24];
+  const char* old_bytes;
+  if (flags & rec::kInteger) {
+    old_bytes = digits;
+    rec::FormatInteger(rec::LoadInteger(v, rec::ValueField(r)), digits);
+  } else if (flags & rec::kExternal) {
+    old_bytes = static_cast<const char*>(rec::ExternalPointer(v));
+  } else {
+    old_bytes = reinterpret_cast<const char*>(v);
+  }
+  const size_t keep = std::min(old_length, length);
+  ValueSpec spec;
+  spec.field = static_cast<uint32_t>(length);
+  if (length >= rec::kExternalMin) {
+    spec.kind = rec::kExternal;
+    // Growing a large value (APPEND, SETRANGE) leaves headroom so repeated growth stays linear.
+    size_t want =
+        length > ValueArena::kLargeSize && length > old_length ? length + length / 4 : length;
+    spec.capacity = static_cast<uint32_t>(ValueArena::ClassSize(want));
+    spec.block = m.arena.Allocate(spec.capacity);
+    std::memcpy(spec.block, old_bytes, keep);
+    std::memset(static_cast<char*>(spec.block) + keep, 0, length - keep);
+  } else {
+    spec.bytes = old_bytes;
+    spec.copy_length = keep;
+  }
+  const int64_t deadline = (flags & rec::kHasExpiry) ? rec::Deadline(r) : kNoExpiry;
+  uint8_t* fresh = m.MakeRecord(flags, r[1], rec::Key(r), deadline, spec);
+  m.Replace(slot, r, fresh);
+  uint8_t* fv = rec::ValueBytes(fresh);
+  return spec.kind == rec::kExternal ? static_cast<char*>(rec::ExternalPointer(fv))
+                                     : reinterpret_cast<char*>(fv);
 }
 
-int64_t Store::ExpireAt(Ref ref) const { return ref->expire_at; }
+int64_t Store::ExpireAt(Ref ref) const {
+  return (*SlotOf(ref) & DashTable::kExpiryBit) ? rec::Deadline(RecordOf(ref)) : kNoExpiry;
+}
 
 void Store::SetExpireAt(Ref ref, int64_t deadline_ms) {
-  if (ref->expire_at == kNoExpiry && deadline_ms != kNoExpiry) ++impl_->with_expiry;
-  if (ref->expire_at != kNoExpiry && deadline_ms == kNoExpiry) --impl_->with_expiry;
-  ref->expire_at = deadline_ms;
+  Impl& m = *impl_;
+  Slot* slot = SlotOf(ref);
+  uint8_t* r = RecordOf(*slot);
+  const bool had = (r[0] & rec::kHasExpiry) != 0;
+  const bool has = deadline_ms != kNoExpiry;
+  if (had && has) {
+    rec::SetDeadline(r, deadline_ms);
+    return;
+  }
+  if (!had && !has) return;
+  const size_t old_size = rec::Size(r);
+  const size_t new_size = has ? old_size + rec::kExpiryBytes : old_size - rec::kExpiryBytes;
+  const size_t body = old_size - rec::HeaderSize(r[0]);  // key and value section
+  if (Impl::SameBlock(old_size, new_size)) {
+    uint8_t* lengths_end = r + rec::LengthsEnd(r[0]);
+    if (has) {
+      std::memmove(lengths_end + rec::kExpiryBytes, lengths_end, body);
+      r[0] |= rec::kHasExpiry;
+      rec::SetDeadline(r, deadline_ms);
+    } else {
+      std::memmove(lengths_end, lengths_end + rec::kExpiryBytes, body);
+      r[0] &= static_cast<uint8_t>(~rec::kHasExpiry);
+    }
+  } else {
+    uint8_t* fresh = m.AllocateRecord(new_size);
+    const uint8_t flags =
+        has ? (r[0] | rec::kHasExpiry) : static_cast<uint8_t>(r[0] & ~rec::kHasExpiry);
+    const size_t lengths_end = rec::LengthsEnd(r[0]);
+    std::memcpy(fresh, r, lengths_end);
+    fresh[0] = flags;
+    if (has) rec::SetDeadline(fresh, deadline_ms);
+    std::memcpy(fresh + rec::HeaderSize(flags), r + rec::HeaderSize(r[0]), body);
+    m.FreeRecordBytes(r, old_size);  // the external block, if any, now belongs to `fresh`
+    DashTable::SetPointer(slot, fresh);
+  }
+  DashTable::SetExpiryBit(slot, has);
+  if (has) {
+    ++m.with_expiry;
+  } else {
+    --m.with_expiry;
+  }
 }
 
-size_t Store::Size() const { return impl_->map.size(); }
+size_t Store::Size() const { return impl_->table.size(); }
 size_t Store::KeysWithExpiry() const { return impl_->with_expiry; }
-size_t Store::UsedBytes() const { return impl_->used_bytes; }
+size_t Store::UsedBytes() const {
+  return impl_->pool.reserved_bytes() + impl_->table.directory_bytes();
+}
+size_t Store::LogicalBytes() const { return impl_->logical_bytes; }
+
+Store::MemoryStats Store::GetMemoryStats() const {
+  const Impl& m = *impl_;
+  MemoryStats stats;
+  stats.used_bytes = UsedBytes();
+  stats.table_bytes = m.table.table_bytes();
+  stats.directory_bytes = m.table.directory_bytes();
+  stats.table_slots = m.table.slot_capacity();
+  stats.segments = m.table.segment_count();
+  stats.record_bytes = m.slab.live_bytes() - stats.table_bytes;
+  stats.arena_bytes = m.arena.live_bytes();
+  return stats;
+}
+int64_t Store::ExpiryLagMs() const { return std::max(impl_->lag_current, impl_->lag_previous); }
+void Store::Maintain() { impl_->pool.Maintain(); }
 
 void Store::Clear() {
-  impl_->map.clear();
-  impl_->with_expiry = 0;
-  impl_->used_bytes = 0;
+  Impl& m = *impl_;
+  // Everything lives in the allocators: drop them wholesale instead of freeing entry by entry.
+  m.table.Forget();
+  m.slab.Reset();
+  m.arena.Reset();
+  m.table.Clear();
+  m.pool.Maintain();
+  m.with_expiry = 0;
+  m.logical_bytes = 0;
+  m.last_slot = nullptr;
+  m.lag_current = m.lag_previous = 0;
 }
 
 uint64_t Store::Scan(uint64_t cursor, size_t count,
                      const std::function<void(std::string_view key, Ref ref)>& visit) {
-  auto& map = impl_->map;
-  size_t buckets = map.bucket_count();
-  size_t bucket = cursor;
-  size_t seen = 0;
-  while (bucket < buckets && seen < count) {
-    for (auto it = map.begin(bucket); it != map.end(bucket); ++it) {
-      Ref ref = it->second.get();
-      ++seen;
-      if (!ExpiredAt(ref)) visit(ref->key, ref);
-    }
-    ++bucket;
-  }
-  return bucket >= buckets ? 0 : bucket;
+  const int64_t now = now_ms_;
+  return impl_->table.Scan(cursor, count, [&](Slot* slot) {
+    if (!Expired(*slot, now)) visit(rec::Key(RecordOf(*slot)), RefOf(slot));
+  });
 }
 
 size_t Store::ExpireSome(size_t budget) {
-  auto& map = impl_->map;
-  if (impl_->with_expiry == 0 || map.empty()) return 0;
-  size_t buckets = map.bucket_count();
-  size_t erased = 0;
-  size_t examined = 0;
-  while (examined < budget) {
-    if (impl_->expire_cursor >= buckets) impl_->expire_cursor = 0;
-    size_t bucket = impl_->expire_cursor++;
-    for (auto it = map.begin(bucket); it != map.end(bucket);) {
-      Ref ref = (it++)->second.get();
-      ++examined;
-      if (ExpiredAt(ref)) {
-        Erase(ref);
-        ++expired_keys_;
-        ++erased;
-      }
-    }
-    ++examined;  // empty buckets cost too, so the budget bounds the walk
+  Impl& m = *impl_;
+  m.pool.Maintain();
+  if (m.with_expiry == 0) return 0;
+  const int64_t now = now_ms_;
+  bool wrapped = false;
+  size_t erased = m.table.Sweep(
+      budget,
+      [&](Slot slot) {
+        uint8_t* r = RecordOf(slot);
+        const int64_t deadline = rec::Deadline(r);
+        if (deadline > now) return false;
+        m.lag_current = std::max(m.lag_current, now - deadline);
+        m.FreeRecord(r);
+        return true;
+      },
+      &wrapped);
+  if (wrapped) {
+    m.lag_previous = m.lag_current;
+    m.lag_current = 0;
   }
+  if (erased > 0) m.last_slot = nullptr;
+  expired_keys_ += erased;
   return erased;
 }
 
 Store::Ref Store::RandomKey(uint64_t random) {
-  auto& map = impl_->map;
-  while (!map.empty()) {
-    size_t buckets = map.bucket_count();
-    size_t start = random % buckets;
-    for (size_t i = 0; i < buckets; ++i) {
-      size_t bucket = (start + i) % buckets;
-      size_t size = map.bucket_size(bucket);
-      if (size == 0) continue;
-      auto it = map.begin(bucket);
-      std::advance(it, (random >> 20) % size);
-      Ref ref = it->second.get();
-      if (ExpiredAt(ref)) {
-        Erase(ref);
-        ++expired_keys_;
-        break;  // the map changed: draw again
-      }
-      return ref;
-    }
+  Impl& m = *impl_;
+  for (;;) {
+    Slot* slot = m.table.RandomSlot(random);
+    if (slot == nullptr) return nullptr;
+    if (!Expired(*slot, now_ms_)) return RefOf(slot);
+    m.EraseSlot(Impl::Rehash(&m, *slot), slot);
+    ++expired_keys_;
     random = random * 6364136223846793005ull + 1442695040888963407ull;
   }
-  return nullptr;
 }
 
 }  // namespace keep::core
