@@ -78,6 +78,10 @@ test: deps
 	$(MAKE) e2e
 	$(MAKE) e2e-k8s
 
+# Side-by-side comparison against redis-server (and the floor) on loopback; ratios, not absolutes.
+bench: deps build
+	bench/compare.sh
+
 format:
 	git ls-files '*.cc' '*.h' | xargs clang-format -i
 

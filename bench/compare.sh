@@ -1,0 +1,321 @@
+#!/usr/bin/env bash
+# Side-by-side comparison: keep-server (1 and 2 shards) against redis-server on this machine, with
+# the floor (keep-floor, 1 and 2 threads) as the reference for what the kernel alone costs, and an
+# optional third server (PEER_SERVER=/path/to/binary, started with --port P).
+#
+# Every workload runs against every server in turn, ROUNDS times (servers alternate within each
+# round, so drift hits all of them). Server CPU per request comes from /proc/PID/stat (utime +
+# stime around the run), throughput and latency from keep-bench --json. Output: one table, then
+# one machine-readable line per figure:
+#   RATIO <workload> <metric> keep=<v> redis=<v> keep/redis=<x>
+# Method and how to read it: bench/README.md.
+#
+# Settings (environment): DURATION (s per run, default 3), WARMUP (s, 0.5), ROUNDS (2),
+# CONNECTIONS (50), KEYS (10000), VALUE_SIZE (128), RATE (open-loop req/s, 20000),
+# BENCH_THREADS (1), WORKLOADS (space-separated subset of the names below), SERVERS (subset of
+# redis keep keep2 floor floor2 peer), BIN (build/bin), KEEP_SERVER, KEEP_BENCH, KEEP_FLOOR,
+# REDIS_SERVER (/usr/bin/redis-server), PEER_SERVER.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BIN=${BIN:-$ROOT/build/bin}
+KEEP_SERVER=${KEEP_SERVER:-$BIN/keep-server}
+KEEP_BENCH=${KEEP_BENCH:-$BIN/keep-bench}
+KEEP_FLOOR=${KEEP_FLOOR:-$BIN/keep-floor}
+REDIS_SERVER=${REDIS_SERVER:-/usr/bin/redis-server}
+PEER_SERVER=${PEER_SERVER:-}
+DURATION=${DURATION:-3}
+WARMUP=${WARMUP:-0.5}
+ROUNDS=${ROUNDS:-2}
+CONNECTIONS=${CONNECTIONS:-50}
+KEYS=${KEYS:-10000}
+VALUE_SIZE=${VALUE_SIZE:-128}
+RATE=${RATE:-20000}
+BENCH_THREADS=${BENCH_THREADS:-1}
+HOST=127.0.0.1
+
+# name|keep-bench arguments|populate first (1/0)|floor2 runs it (1/0)
+WORKLOAD_TABLE=(
+  "ping|--workload ping|0|1"
+  "get_p1|--workload get|1|1"
+  "get_p16|--workload get --pipeline 16|1|1"
+  "set_p1|--workload set|0|0"
+  "set_p16|--workload set --pipeline 16|0|1"
+  "mixed|--workload mixed --ratio 9:1|1|0"
+  "incr|--workload incr|0|0"
+  "ratelimit_native|--workload ratelimit --ratelimit-form native|0|0"
+  "ratelimit_lua|--workload ratelimit --ratelimit-form lua|0|0"
+  "lock_native|--workload lock --lock-release native|0|0"
+  "lock_lua|--workload lock --lock-release lua|0|0"
+  "coord_native|--workload coord --lock-release native|1|0"
+  "coord_lua|--workload coord --lock-release lua|1|0"
+  "get_open|--workload get --rate $RATE|1|1"
+  "set_open|--workload set --rate $RATE|0|0"
+)
+METRICS=(cpu_us_per_req throughput p99_us p999_us)
+
+die() {
+  echo "compare.sh: $*" >&2
+  exit 1
+}
+
+for tool in "$KEEP_BENCH" "$KEEP_FLOOR" "$REDIS_SERVER"; do
+  [[ -x $tool ]] || die "$tool is missing: build first (make build)"
+done
+CLK_TCK=$(getconf CLK_TCK)
+WORK=$(mktemp -d /tmp/keep-compare.XXXXXX)
+
+declare -A PID PORT LABEL
+STARTED=()
+
+cleanup() {
+  local name pid
+  for name in "${STARTED[@]}"; do
+    pid=${PID[$name]}
+    kill -TERM "$pid" 2>/dev/null || true
+  done
+  for name in "${STARTED[@]}"; do
+    pid=${PID[$name]}
+    for _ in $(seq 30); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Sets FREE_PORT to a loopback port nobody listens on (the kernel's pick for an ephemeral bind).
+USED_PORTS=" "
+free_port() {
+  while :; do
+    FREE_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    [[ $USED_PORTS == *" $FREE_PORT "* ]] || break
+  done
+  USED_PORTS+="$FREE_PORT "
+}
+
+port_open() { (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null; }
+
+# start NAME LABEL COMMAND... (the command gets its port through $P in the arguments)
+start_server() {
+  local name=$1 label=$2
+  shift 2
+  free_port
+  local port=$FREE_PORT
+  local args=("${@//@PORT@/$port}")
+  "${args[@]}" >"$WORK/$name.log" 2>&1 &
+  PID[$name]=$!
+  PORT[$name]=$port
+  LABEL[$name]=$label
+  STARTED+=("$name")
+  for _ in $(seq 100); do
+    port_open "$port" && return 0
+    kill -0 "${PID[$name]}" 2>/dev/null || break
+    sleep 0.05
+  done
+  cat "$WORK/$name.log" >&2
+  die "$label did not start listening on $HOST:$port"
+}
+
+# CPU ticks (utime + stime of every thread) of a process, from /proc/PID/stat after the comm field.
+cpu_ticks() {
+  local stat
+  stat=$(<"/proc/$1/stat")
+  stat=${stat##*) }
+  read -r -a f <<<"$stat"
+  echo $((f[11] + f[12]))
+}
+
+# A best-effort FLUSHALL so every run starts from the same state (locks, counters, windows).
+flushall() {
+  {
+    exec 3<>"/dev/tcp/$HOST/$1"
+    printf '*1\r\n$8\r\nFLUSHALL\r\n' >&3
+    read -r -t 5 _ <&3
+    exec 3>&-
+  } 2>/dev/null || true
+}
+
+json_get() { grep -o "\"$1\":[^,}]*" "$2" | head -n1 | cut -d: -f2- | tr -d '"'; }
+
+SERVERS=${SERVERS:-redis keep keep2 floor floor2${PEER_SERVER:+ peer}}
+for s in $SERVERS; do
+  case $s in
+    redis) start_server redis redis-server "$REDIS_SERVER" --save "" --appendonly no \
+      --bind "$HOST" --port @PORT@ --daemonize no ;;
+    keep)
+      [[ -x $KEEP_SERVER ]] || die "$KEEP_SERVER is missing: build first (make build)"
+      start_server keep "keep 1 shard" "$KEEP_SERVER" --bind "$HOST" --port @PORT@ --shards 1 ;;
+    keep2)
+      [[ -x $KEEP_SERVER ]] || die "$KEEP_SERVER is missing: build first (make build)"
+      start_server keep2 "keep 2 shards" "$KEEP_SERVER" --bind "$HOST" --port @PORT@ --shards 2 ;;
+    floor) start_server floor "floor 1 thread" "$KEEP_FLOOR" --bind "$HOST" --port @PORT@ --threads 1 ;;
+    floor2) start_server floor2 "floor 2 threads" "$KEEP_FLOOR" --bind "$HOST" --port @PORT@ --threads 2 ;;
+    peer)
+      [[ -n $PEER_SERVER && -x $PEER_SERVER ]] || die "PEER_SERVER='$PEER_SERVER' is not executable"
+      start_server peer "$(basename "$PEER_SERVER")" "$PEER_SERVER" --port @PORT@ ;;
+    *) die "unknown server '$s' in SERVERS" ;;
+  esac
+done
+
+COMMON=(--host "$HOST" --connections "$CONNECTIONS" --threads "$BENCH_THREADS" --keys "$KEYS"
+  --value-size "$VALUE_SIZE")
+declare -A RESULT NOTE STATUS
+
+selected() {
+  [[ -z ${WORKLOADS:-} ]] && return 0
+  [[ " $WORKLOADS " == *" $1 "* ]]
+}
+
+# probe NAME WORKLOAD ARGS: a few hundred requests; any error reply or a refused setup = n/a.
+probe() {
+  local name=$1 wl=$2
+  shift 2
+  local out="$WORK/probe.json" rc=0
+  flushall "${PORT[$name]}"
+  "$KEEP_BENCH" "${COMMON[@]}" --port "${PORT[$name]}" --connections 2 --threads 1 --requests 300 \
+    --json --quiet "$@" >"$out" 2>"$WORK/probe.err" || rc=$?
+  if ((rc == 3)); then
+    NOTE[$wl|$name]=$(sed -e 's/^keep-bench: //' -e 's/: this workload needs.*//' "$WORK/probe.err" | cut -c1-90)
+    return 1
+  elif ((rc != 0)); then
+    NOTE[$wl|$name]="probe failed: $(cut -c1-100 "$WORK/probe.err")"
+    return 1
+  fi
+  if [[ $(json_get errors "$out") != 0 ]]; then
+    NOTE[$wl|$name]="-$(json_get first_error "$out" | cut -c1-90)"
+    return 1
+  fi
+  return 0
+}
+
+# run NAME WORKLOAD POPULATE ARGS: one measured run, appending each metric to RESULT.
+run_one() {
+  local name=$1 wl=$2 populate=$3
+  shift 3
+  local port=${PORT[$name]} pid=${PID[$name]} out="$WORK/run.json" rc=0
+  flushall "$port"
+  if ((populate)); then
+    "$KEEP_BENCH" "${COMMON[@]}" --port "$port" --populate-only --quiet >/dev/null 2>&1 || true
+  fi
+  local before after
+  before=$(cpu_ticks "$pid")
+  "$KEEP_BENCH" "${COMMON[@]}" --port "$port" --duration "$DURATION" --warmup "$WARMUP" \
+    --no-populate --json --quiet "$@" >"$out" 2>"$WORK/run.err" || rc=$?
+  after=$(cpu_ticks "$pid")
+  if ((rc != 0)); then
+    STATUS[$wl|$name]=fail
+    NOTE[$wl|$name]="run failed: $(head -c 100 "$WORK/run.err")"
+    echo "compare.sh: $wl on ${LABEL[$name]} failed: $(cat "$WORK/run.err")" >&2
+    return 0
+  fi
+  local total requests errors
+  total=$(json_get requests_total "$out")
+  requests=$(json_get requests "$out")
+  errors=$(json_get errors "$out")
+  local cpu
+  cpu=$(awk -v t=$((after - before)) -v hz="$CLK_TCK" -v n="$total" \
+    'BEGIN { if (n > 0) printf "%.3f", t / hz * 1e6 / n; else print "n/a" }')
+  RESULT[$wl|$name|cpu_us_per_req]+="$cpu "
+  RESULT[$wl|$name|throughput]+="$(json_get throughput "$out") "
+  RESULT[$wl|$name|p50_us]+="$(json_get p50_us "$out") "
+  RESULT[$wl|$name|p99_us]+="$(json_get p99_us "$out") "
+  RESULT[$wl|$name|p999_us]+="$(json_get p999_us "$out") "
+  RESULT[$wl|$name|errors]+="$errors "
+  if [[ $errors != 0 ]]; then
+    NOTE[$wl|$name]="$errors error replies in $requests: -$(json_get first_error "$out" | cut -c1-80)"
+  fi
+}
+
+median() {
+  tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -g |
+    awk '{ v[NR] = $1 } END { if (NR == 0) { print "n/a"; exit }
+           if (NR % 2) printf "%.3f", v[(NR + 1) / 2]; else printf "%.3f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+value() {
+  local wl=$1 name=$2 metric=$3
+  if [[ ${STATUS[$wl|$name]:-} == n/a ]]; then
+    echo n/a
+  elif [[ ${STATUS[$wl|$name]:-} == fail && -z ${RESULT[$wl|$name|$metric]:-} ]]; then
+    echo fail
+  elif [[ $metric == throughput ]]; then
+    median "${RESULT[$wl|$name|$metric]:-}" | cut -d. -f1
+  else
+    median "${RESULT[$wl|$name|$metric]:-}"
+  fi
+}
+
+runs_on() {
+  local name=$1 floor2_ok=$2
+  [[ $name != floor2 ]] || ((floor2_ok))
+}
+
+started_at=$(date +%s)
+echo "compare.sh: servers: $(for s in "${STARTED[@]}"; do printf '%s on %s, ' "${LABEL[$s]}" "${PORT[$s]}"; done)"
+echo "compare.sh: $ROUNDS rounds of ${DURATION}s (+${WARMUP}s warm-up) per run, $CONNECTIONS connections, $KEYS keys, ${VALUE_SIZE}-byte values, open loop at $RATE req/s"
+
+for entry in "${WORKLOAD_TABLE[@]}"; do
+  IFS='|' read -r wl args populate floor2_ok <<<"$entry"
+  selected "$wl" || continue
+  read -r -a wl_args <<<"$args"
+  for name in "${STARTED[@]}"; do
+    runs_on "$name" "$floor2_ok" || continue
+    probe "$name" "$wl" "${wl_args[@]}" || STATUS[$wl|$name]=n/a
+  done
+  for round in $(seq "$ROUNDS"); do
+    for name in "${STARTED[@]}"; do
+      runs_on "$name" "$floor2_ok" || continue
+      [[ ${STATUS[$wl|$name]:-} != n/a ]] || continue
+      printf 'compare.sh: %-17s round %d on %s\n' "$wl" "$round" "${LABEL[$name]}" >&2
+      run_one "$name" "$wl" "$populate" "${wl_args[@]}"
+    done
+  done
+done
+elapsed=$(($(date +%s) - started_at))
+
+echo
+printf '%-17s %-16s %11s %11s %9s %9s %9s  %s\n' workload server cpu_us/req req/s p50_us p99_us p999_us note
+for entry in "${WORKLOAD_TABLE[@]}"; do
+  IFS='|' read -r wl _ _ floor2_ok <<<"$entry"
+  selected "$wl" || continue
+  first=1
+  for name in "${STARTED[@]}"; do
+    runs_on "$name" "$floor2_ok" || continue
+    printf '%-17s %-16s %11s %11s %9s %9s %9s  %s\n' "$([[ $first == 1 ]] && echo "$wl")" \
+      "${LABEL[$name]}" "$(value "$wl" "$name" cpu_us_per_req)" \
+      "$(value "$wl" "$name" throughput)" "$(value "$wl" "$name" p50_us)" \
+      "$(value "$wl" "$name" p99_us)" "$(value "$wl" "$name" p999_us)" "${NOTE[$wl|$name]:-}"
+    first=0
+  done
+done
+echo
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.3f", a / b; else print "n/a" }'; }
+
+has() { [[ " ${STARTED[*]} " == *" $1 "* ]]; }
+
+for entry in "${WORKLOAD_TABLE[@]}"; do
+  IFS='|' read -r wl _ _ floor2_ok <<<"$entry"
+  selected "$wl" || continue
+  has redis || continue
+  for metric in "${METRICS[@]}"; do
+    r=$(value "$wl" redis "$metric")
+    for name in keep keep2 peer; do
+      has "$name" || continue
+      k=$(value "$wl" "$name" "$metric")
+      echo "RATIO $wl $metric $name=$k redis=$r $name/redis=$(ratio "$k" "$r")"
+    done
+  done
+  r=$(value "$wl" redis cpu_us_per_req)
+  for name in floor floor2; do
+    has "$name" && runs_on "$name" "$floor2_ok" || continue
+    f=$(value "$wl" "$name" cpu_us_per_req)
+    echo "RATIO $wl cpu_us_per_req $name=$f redis=$r $name/redis=$(ratio "$f" "$r")"
+  done
+done
+echo "compare.sh: done in ${elapsed}s"
