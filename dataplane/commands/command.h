@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dataplane/core/slot_state.h"
 #include "dataplane/core/store.h"
 #include "dataplane/proto/reply_writer.h"
 
@@ -79,6 +80,9 @@ struct CommandContext {
   int shard_index = 0;
   int shard_count = 1;
   uint64_t caller_id = 0;  // the id of the client that sent the request (CLIENT KILL SKIPME)
+  // kSingleKey: the slot of the request's keys, and the owning shard's per-slot state.
+  uint32_t slot = 0;
+  core::SlotTable* slots = nullptr;
 };
 
 enum class Routing : uint8_t {

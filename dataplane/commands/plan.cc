@@ -73,6 +73,7 @@ void PlanRequest(const CommandTable& table, std::span<const std::string_view> ar
           return;
         }
       }
+      plan->slot = slot;
       plan->shard = ShardOfSlot(slot, shard_count);
       return;
     }

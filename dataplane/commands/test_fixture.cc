@@ -6,7 +6,10 @@ CommandFixture::CommandFixture(int shard_count, std::vector<std::span<const Comm
     : slot_of_(core::SlotHash::kCrc16, "") {
   if (families.empty()) families = {StringCommands(), CounterCommands(), KeyCommands()};
   for (std::span<const CommandSpec> family : families) table_.Add(family);
-  for (int i = 0; i < shard_count; ++i) stores_.push_back(std::make_unique<core::Store>());
+  for (int i = 0; i < shard_count; ++i) {
+    stores_.push_back(std::make_unique<core::Store>());
+    slot_tables_.push_back(std::make_unique<core::SlotTable>());
+  }
   client_.id = 1;
   client_.created_ms = now_ms_;
 }
@@ -51,7 +54,9 @@ void CommandFixture::RunHandler(const CommandSpec& spec, int shard,
                      .services = services_,
                      .shard_index = shard,
                      .shard_count = shard_count(),
-                     .caller_id = client_.id};
+                     .caller_id = client_.id,
+                     .slot = plan_.slot,
+                     .slots = slot_tables_[shard].get()};
   spec.handler(ctx);
 }
 

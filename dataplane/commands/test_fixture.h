@@ -48,6 +48,7 @@ class CommandFixture : public ::testing::Test {
   std::vector<std::string> KeysOnShard(int shard, size_t count,
                                        std::string_view prefix = "key:") const;
   core::Store& store(int shard) { return *stores_[shard]; }
+  core::SlotTable& slot_table(int shard) { return *slot_tables_[shard]; }
   ClientState& client() { return client_; }
   Limits& limits() { return limits_; }
   const CommandTable& table() const { return table_; }
@@ -75,6 +76,7 @@ class CommandFixture : public ::testing::Test {
   CommandTable table_;
   core::SlotFunction slot_of_;
   std::vector<std::unique_ptr<core::Store>> stores_;
+  std::vector<std::unique_ptr<core::SlotTable>> slot_tables_;
   ClientState client_;
   Limits limits_;
   RoutePlan plan_;

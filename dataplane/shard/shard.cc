@@ -379,17 +379,17 @@ void Shard::Dispatch(Connection* conn, std::span<const std::string_view> args) {
   switch (plan_.routing) {
     case commands::Routing::kLocal: {
       proto::ReplyWriter writer(ReplyTarget(conn), conn->client.resp_version);
-      commands::CommandContext ctx{store_,
-                                   now_ms_,
-                                   args,
-                                   writer,
-                                   options_.command_limits,
-                                   nullptr,
-                                   &conn->client,
-                                   this,
-                                   options_.index,
-                                   options_.count,
-                                   conn->client.id};
+      commands::CommandContext ctx{.store = store_,
+                                   .now_ms = now_ms_,
+                                   .args = args,
+                                   .reply = writer,
+                                   .limits = options_.command_limits,
+                                   .client = &conn->client,
+                                   .services = this,
+                                   .shard_index = options_.index,
+                                   .shard_count = options_.count,
+                                   .caller_id = conn->client.id,
+                                   .slots = &slot_table_};
       spec->handler(ctx);
       if (conn->client.close_after_reply) conn->close_after_flush = true;
       return;
@@ -397,9 +397,17 @@ void Shard::Dispatch(Connection* conn, std::span<const std::string_view> args) {
     case commands::Routing::kSingleKey:
       if (plan_.shard == options_.index) {
         proto::ReplyWriter writer(ReplyTarget(conn), conn->client.resp_version);
-        commands::CommandContext ctx{store_,        now_ms_, args,  writer, options_.command_limits,
-                                     nullptr,       nullptr, this,  options_.index,
-                                     options_.count, conn->client.id};
+        commands::CommandContext ctx{.store = store_,
+                                     .now_ms = now_ms_,
+                                     .args = args,
+                                     .reply = writer,
+                                     .limits = options_.command_limits,
+                                     .services = this,
+                                     .shard_index = options_.index,
+                                     .shard_count = options_.count,
+                                     .caller_id = conn->client.id,
+                                     .slot = plan_.slot,
+                                     .slots = &slot_table_};
         spec->handler(ctx);
         return;
       }
@@ -420,6 +428,7 @@ void Shard::Dispatch(Connection* conn, std::span<const std::string_view> args) {
   envelope->resp_version = conn->client.resp_version;
   envelope->caller_id = conn->client.id;
   envelope->as_part = false;
+  envelope->key_slot = plan_.slot;
   PackArgs(args, &envelope->arg_bytes, &envelope->arg_ends);
   conn->pending.push_back(envelope->slot);
   ++conn->inflight;
@@ -429,21 +438,22 @@ void Shard::Dispatch(Connection* conn, std::span<const std::string_view> args) {
 
 void Shard::RunPart(const commands::CommandSpec* spec, std::span<const std::string_view> args,
                     int resp_version, commands::PartResult* result, bool as_part,
-                    uint64_t caller_id, uint64_t cursor_position) {
+                    uint64_t caller_id, uint64_t cursor_position, uint32_t slot) {
   result->Reset();
   result->cursor = cursor_position;
   proto::ReplyWriter writer(&result->resp, resp_version);
-  commands::CommandContext ctx{store_,
-                               now_ms_,
-                               args,
-                               writer,
-                               options_.command_limits,
-                               as_part ? result : nullptr,
-                               nullptr,
-                               this,
-                               options_.index,
-                               options_.count,
-                               caller_id};
+  commands::CommandContext ctx{.store = store_,
+                               .now_ms = now_ms_,
+                               .args = args,
+                               .reply = writer,
+                               .limits = options_.command_limits,
+                               .part = as_part ? result : nullptr,
+                               .services = this,
+                               .shard_index = options_.index,
+                               .shard_count = options_.count,
+                               .caller_id = caller_id,
+                               .slot = slot,
+                               .slots = &slot_table_};
   spec->handler(ctx);
 }
 
@@ -511,7 +521,7 @@ void Shard::SendPart(Gather* gather, int target, std::span<const std::string_vie
   if (target == options_.index) {
     commands::PartResult* result = gather->spare_results[target].get();
     RunPart(gather->spec, args, gather->resp_version, result, as_part, gather->conn->client.id,
-            cursor_position);
+            cursor_position, 0);
     gather->parts[target] = result;
     --gather->outstanding;
     return;
@@ -582,7 +592,7 @@ void Shard::OnEnvelope(Envelope* envelope) {
   if (!envelope->is_reply) {
     UnpackArgs(envelope->arg_bytes, envelope->arg_ends, &envelope->args);
     RunPart(envelope->spec, envelope->args, envelope->resp_version, &envelope->result,
-            envelope->as_part, envelope->caller_id, envelope->cursor_position);
+            envelope->as_part, envelope->caller_id, envelope->cursor_position, envelope->key_slot);
     envelope->is_reply = true;
     outbound_[envelope->origin].push_back(envelope);
     return;

@@ -18,6 +18,7 @@
 #include "dataplane/commands/shard_services.h"
 #include "dataplane/core/clock.h"
 #include "dataplane/core/slot.h"
+#include "dataplane/core/slot_state.h"
 #include "dataplane/core/store.h"
 #include "dataplane/shard/connection.h"
 #include "dataplane/shard/spsc_ring.h"
@@ -41,6 +42,7 @@ struct Envelope {
   int resp_version = 2;
   uint64_t caller_id = 0;
   uint64_t cursor_position = 0;
+  uint32_t key_slot = 0;  // single-key requests: the slot of the keys
   bool as_part = false;  // the handler gets a PartResult
   std::string arg_bytes;
   std::vector<uint32_t> arg_ends;
@@ -113,7 +115,7 @@ class Shard final : public commands::ShardServices {
   void Dispatch(Connection* conn, std::span<const std::string_view> args);
   void RunPart(const commands::CommandSpec* spec, std::span<const std::string_view> args,
                int resp_version, commands::PartResult* result, bool as_part, uint64_t caller_id,
-               uint64_t cursor_position);
+               uint64_t cursor_position, uint32_t slot);
   void StartGather(Connection* conn, std::span<const std::string_view> args);
   void SendPart(Gather* gather, int target, std::span<const std::string_view> args, bool as_part,
                 uint64_t cursor_position);
@@ -146,6 +148,7 @@ class Shard final : public commands::ShardServices {
   ShardOptions options_;
   const commands::CommandTable& table_;
   core::Store store_;
+  core::SlotTable slot_table_;
   core::Clock clock_;
   int64_t now_ms_ = 0;
   int epoll_fd_ = -1;
