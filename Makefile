@@ -11,7 +11,7 @@ PORT ?= 7000
 # Debian packages the build, the tests and the tools need.
 DEB_PACKAGES := cmake ninja-build g++ clang libclang-rt-14-dev clang-format pkg-config \
   libgtest-dev libgmock-dev libbenchmark-dev libabsl-dev libxxhash-dev libssl-dev \
-  libboost-dev nlohmann-json3-dev libtomlplusplus-dev \
+  libboost-dev nlohmann-json3-dev libtomlplusplus-dev libluajit-5.1-dev \
   redis-server redis-tools python3 python3-redis python3-pytest procps iproute2 \
   openssl util-linux curl
 
@@ -45,7 +45,7 @@ $(FUZZ_DIR)/build.ninja:
 	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKEEP_FUZZ=ON -DKEEP_BENCH=OFF
 
 build-fuzz: $(FUZZ_DIR)/build.ninja
-	cmake --build $(FUZZ_DIR) -j $(JOBS) --target resp_parser_fuzz
+	cmake --build $(FUZZ_DIR) -j $(JOBS) --target resp_parser_fuzz binary_codec_fuzz
 
 run: deps build
 	$(BUILD_DIR)/bin/keep-server --bind 127.0.0.1 --port $(PORT)
@@ -60,6 +60,9 @@ asan: build-asan
 fuzz: build-fuzz
 	@corpus=$$(mktemp -d); cp dataplane/proto/fuzz_corpus/resp/* $$corpus/; \
 	$(FUZZ_DIR)/bin/resp_parser_fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $$corpus 2>&1 | tail -n 12; \
+	status=$${PIPESTATUS[0]}; rm -rf $$corpus; [ $$status -eq 0 ] || exit $$status; \
+	corpus=$$(mktemp -d); cp dataplane/proto/fuzz_corpus/binary/* $$corpus/; \
+	$(FUZZ_DIR)/bin/binary_codec_fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $$corpus 2>&1 | tail -n 12; \
 	status=$${PIPESTATUS[0]}; rm -rf $$corpus; exit $$status
 
 e2e: build

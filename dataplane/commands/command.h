@@ -8,7 +8,9 @@
 // connection's own shard or on another one.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -19,6 +21,9 @@
 #include "dataplane/proto/reply_writer.h"
 
 namespace keep::commands {
+
+// The three pub/sub namespaces: channels, patterns over channels, and shard channels.
+enum class PubSubKind : uint8_t { kChannel = 0, kPattern = 1, kShardChannel = 2 };
 
 // Per-connection state that local commands (HELLO, CLIENT, AUTH, ...) read and change.
 struct ClientState {
@@ -36,6 +41,12 @@ struct ClientState {
   std::string laddr;  // local "ip:port"
   int fd = -1;
   int shard = 0;
+  // Pub/sub subscriptions by PubSubKind.
+  std::array<std::set<std::string, std::less<>>, 3> subscriptions;
+
+  // Redis counts channels and patterns together; shard channels apart.
+  size_t SubscriptionCount() const { return subscriptions[0].size() + subscriptions[1].size(); }
+  bool Subscribed() const { return SubscriptionCount() + subscriptions[2].size() > 0; }
 };
 
 // Results of one part of a split or broadcast command, combined on the originating shard.
@@ -61,7 +72,10 @@ struct PartResult {
 struct Limits {
   int64_t proto_max_bulk_len = 512ll * 1024 * 1024;
   bool enable_debug_command = false;
-  std::string requirepass;  // empty: no AUTH needed
+  std::string requirepass;          // empty: no AUTH needed
+  int64_t max_lock_ttl_ms = 60000;  // --max-lock-ttl: the longest TTL LOCK/LOCKEXTEND accept
+  // EVAL/EVALSHA: a script running longer is aborted (0: no limit).
+  int64_t lua_time_limit_ms = 5000;
 };
 
 class ShardServices;  // shard-level services for server commands (see shard_services.h)
@@ -133,7 +147,7 @@ struct CommandSpec {
   int key_step;
   Routing routing;
   Handler handler;
-  Combiner combine = nullptr;  // kEachKey and kAllShards only
+  Combiner combine = nullptr;          // kEachKey and kAllShards only
   std::string_view group = "generic";  // COMMAND DOCS group: string, generic, server, connection
   std::string_view summary = "";
   std::string_view since = "1.0.0";
@@ -142,6 +156,10 @@ struct CommandSpec {
   // Per-subcommand routing (CLIENT LIST runs on every shard, CLIENT ID locally); when set it
   // overrides `routing` and is called after the arity check.
   Routing (*route_of)(std::span<const std::string_view> args) = nullptr;
+  // Commands whose keys are counted by an argument (EVAL's numkeys): the number of keys from
+  // first_key on, used instead of last_key by kSingleKey routing. Called after route_of, only
+  // when it chose kSingleKey, so it may assume the count is valid.
+  int (*key_count)(std::span<const std::string_view> args) = nullptr;
 };
 
 // Redis's exact error texts, shared by every family.

@@ -37,6 +37,10 @@ const CommandTable& CommandTable::Default() {
     t.Add(KeyCommands());
     t.Add(ConnectionCommands());
     t.Add(ServerCommands());
+    t.Add(ScriptCommands());
+    t.Add(LockCommands());
+    t.Add(RateLimitCommands());
+    t.Add(PubSubCommands());
     return t;
   }();
   return table;

@@ -31,5 +31,9 @@ std::span<const CommandSpec> CounterCommands();
 std::span<const CommandSpec> KeyCommands();
 std::span<const CommandSpec> ConnectionCommands();
 std::span<const CommandSpec> ServerCommands();
+std::span<const CommandSpec> ScriptCommands();
+std::span<const CommandSpec> LockCommands();
+std::span<const CommandSpec> RateLimitCommands();
+std::span<const CommandSpec> PubSubCommands();
 
 }  // namespace keep::commands

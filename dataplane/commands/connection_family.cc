@@ -47,6 +47,12 @@ bool CheckPassword(CommandContext& ctx, std::string_view user, std::string_view 
 
 void Ping(CommandContext& ctx) {
   if (ctx.args.size() > 2) return ctx.reply.Error(WrongArity("ping"));
+  if (ctx.client != nullptr && ctx.client->Subscribed() && ctx.reply.resp_version() == 2) {
+    // Subscribed RESP2 connections get PING answers shaped like messages, as in Redis.
+    ctx.reply.ArrayHeader(2);
+    ctx.reply.Bulk("pong");
+    return ctx.reply.Bulk(ctx.args.size() == 2 ? ctx.args[1] : "");
+  }
   if (ctx.args.size() == 2) return ctx.reply.Bulk(ctx.args[1]);
   ctx.reply.Simple("PONG");
 }
@@ -82,8 +88,7 @@ void Hello(CommandContext& ctx) {
       has_name = true;
       i += 1;
     } else {
-      return ctx.reply.Error("ERR Syntax error in HELLO option '" + std::string(ctx.args[i]) +
-                             "'");
+      return ctx.reply.Error("ERR Syntax error in HELLO option '" + std::string(ctx.args[i]) + "'");
     }
   }
   if (has_auth) {
@@ -138,6 +143,12 @@ void Quit(CommandContext& ctx) {
 
 void Reset(CommandContext& ctx) {
   ClientState& client = *ctx.client;
+  for (int kind = 0; kind < 3; ++kind) {
+    for (const std::string& name : client.subscriptions[kind]) {
+      ctx.services->Unsubscribe(client, static_cast<PubSubKind>(kind), name);
+    }
+    client.subscriptions[kind].clear();
+  }
   client.resp_version = 2;
   client.name.clear();
   client.db = 0;
@@ -161,8 +172,8 @@ struct ClientSubcommand {
 };
 
 constexpr ClientSubcommand kClientSubcommands[] = {
-    {"id", 2},       {"setname", 3}, {"getname", 2},  {"info", 2},  {"list", -2},
-    {"kill", -3},    {"no-evict", 3}, {"setinfo", 4}, {"help", 2},
+    {"id", 2},    {"setname", 3},  {"getname", 2}, {"info", 2}, {"list", -2},
+    {"kill", -3}, {"no-evict", 3}, {"setinfo", 4}, {"help", 2},
 };
 
 // Validates the subcommand and its arity; writes the error and returns false when wrong.
@@ -182,13 +193,14 @@ bool CheckSubcommand(CommandContext& ctx, std::string_view command,
     return true;
   }
   std::string upper = ToUpper(command);
-  ctx.reply.Error("ERR unknown subcommand '" + std::string(ctx.args[1].substr(0, 128)) +
-                  "'. Try " + upper + " HELP.");
+  ctx.reply.Error("ERR unknown subcommand '" + std::string(ctx.args[1].substr(0, 128)) + "'. Try " +
+                  upper + " HELP.");
   return false;
 }
 
 Routing ClientRoute(std::span<const std::string_view> args) {
-  if (args.size() >= 2 && (EqualsIgnoreCase(args[1], "list") || EqualsIgnoreCase(args[1], "kill"))) {
+  if (args.size() >= 2 &&
+      (EqualsIgnoreCase(args[1], "list") || EqualsIgnoreCase(args[1], "kill"))) {
     return Routing::kAllShards;
   }
   return Routing::kLocal;
@@ -248,9 +260,12 @@ std::string ParseClientKill(std::span<const std::string_view> args, uint64_t cal
     } else if (option == "laddr") {
       filter->laddr.assign(value);
     } else if (option == "skipme") {
-      if (EqualsIgnoreCase(value, "yes")) filter->skip_me = true;
-      else if (EqualsIgnoreCase(value, "no")) filter->skip_me = false;
-      else return std::string(errors::kSyntax);
+      if (EqualsIgnoreCase(value, "yes"))
+        filter->skip_me = true;
+      else if (EqualsIgnoreCase(value, "no"))
+        filter->skip_me = false;
+      else
+        return std::string(errors::kSyntax);
     } else if (option == "type") {
       std::string type = ToLower(value);
       if (type != "normal" && type != "master" && type != "replica" && type != "slave" &&
@@ -320,9 +335,12 @@ void Client(CommandContext& ctx) {
     return ctx.reply.Verbatim("txt", line);
   }
   if (sub == "no-evict") {
-    if (EqualsIgnoreCase(ctx.args[2], "on")) client.no_evict = true;
-    else if (EqualsIgnoreCase(ctx.args[2], "off")) client.no_evict = false;
-    else return ctx.reply.Error(errors::kSyntax);
+    if (EqualsIgnoreCase(ctx.args[2], "on"))
+      client.no_evict = true;
+    else if (EqualsIgnoreCase(ctx.args[2], "off"))
+      client.no_evict = false;
+    else
+      return ctx.reply.Error(errors::kSyntax);
     return ctx.reply.Ok();
   }
   if (sub == "setinfo") {
@@ -353,7 +371,7 @@ void Client(CommandContext& ctx) {
       "SETINFO <LIB-NAME|LIB-VER> <value>",
       "    Accepted for client libraries that announce themselves.",
       "HELP",
-      "    Print this help.",
+      "    Prints this help.",
   };
   ctx.reply.ArrayHeader(std::size(kHelp));
   for (std::string_view line : kHelp) ctx.reply.Simple(line);
@@ -382,40 +400,112 @@ void CombineClient(const CombineInput& input, proto::ReplyWriter& reply) {
 }
 
 constexpr CommandSpec kConnectionCommands[] = {
-    {.name = "ping", .arity = -1, .flags = kFast | kStale, .first_key = 0, .last_key = 0,
-     .key_step = 0, .routing = Routing::kLocal, .handler = Ping, .group = "connection",
-     .summary = "Ping the server", .since = "1.0.0", .complexity = "O(1)",
+    {.name = "ping",
+     .arity = -1,
+     .flags = kFast | kStale,
+     .first_key = 0,
+     .last_key = 0,
+     .key_step = 0,
+     .routing = Routing::kLocal,
+     .handler = Ping,
+     .group = "connection",
+     .summary = "Ping the server",
+     .since = "1.0.0",
+     .complexity = "O(1)",
      .acl_categories = "@fast @connection"},
-    {.name = "echo", .arity = 2, .flags = kFast | kStale, .first_key = 0, .last_key = 0,
-     .key_step = 0, .routing = Routing::kLocal, .handler = Echo, .group = "connection",
-     .summary = "Echo the given string", .since = "1.0.0", .complexity = "O(1)",
+    {.name = "echo",
+     .arity = 2,
+     .flags = kFast | kStale,
+     .first_key = 0,
+     .last_key = 0,
+     .key_step = 0,
+     .routing = Routing::kLocal,
+     .handler = Echo,
+     .group = "connection",
+     .summary = "Echo the given string",
+     .since = "1.0.0",
+     .complexity = "O(1)",
      .acl_categories = "@fast @connection"},
-    {.name = "hello", .arity = -1, .flags = kFast | kStale | kNoAuth | kNoScript, .first_key = 0,
-     .last_key = 0, .key_step = 0, .routing = Routing::kLocal, .handler = Hello,
-     .group = "connection", .summary = "Handshake with Redis", .since = "6.0.0",
-     .complexity = "O(1)", .acl_categories = "@fast @connection"},
-    {.name = "auth", .arity = -2, .flags = kFast | kStale | kNoAuth | kNoScript, .first_key = 0,
-     .last_key = 0, .key_step = 0, .routing = Routing::kLocal, .handler = Auth,
-     .group = "connection", .summary = "Authenticate to the server", .since = "1.0.0",
+    {.name = "hello",
+     .arity = -1,
+     .flags = kFast | kStale | kNoAuth | kNoScript,
+     .first_key = 0,
+     .last_key = 0,
+     .key_step = 0,
+     .routing = Routing::kLocal,
+     .handler = Hello,
+     .group = "connection",
+     .summary = "Handshake with Redis",
+     .since = "6.0.0",
+     .complexity = "O(1)",
+     .acl_categories = "@fast @connection"},
+    {.name = "auth",
+     .arity = -2,
+     .flags = kFast | kStale | kNoAuth | kNoScript,
+     .first_key = 0,
+     .last_key = 0,
+     .key_step = 0,
+     .routing = Routing::kLocal,
+     .handler = Auth,
+     .group = "connection",
+     .summary = "Authenticate to the server",
+     .since = "1.0.0",
      .complexity = "O(N) where N is the number of passwords defined for the user",
      .acl_categories = "@fast @connection"},
-    {.name = "quit", .arity = -1, .flags = kFast | kStale | kNoAuth | kNoScript, .first_key = 0,
-     .last_key = 0, .key_step = 0, .routing = Routing::kLocal, .handler = Quit,
-     .group = "connection", .summary = "Close the connection", .since = "1.0.0",
-     .complexity = "O(1)", .acl_categories = "@fast @connection"},
-    {.name = "reset", .arity = 1, .flags = kFast | kStale | kNoAuth | kNoScript, .first_key = 0,
-     .last_key = 0, .key_step = 0, .routing = Routing::kLocal, .handler = Reset,
-     .group = "connection", .summary = "Reset the connection", .since = "6.2.0",
-     .complexity = "O(1)", .acl_categories = "@fast @connection"},
-    {.name = "select", .arity = 2, .flags = kFast | kStale | kLoading, .first_key = 0,
-     .last_key = 0, .key_step = 0, .routing = Routing::kLocal, .handler = Select,
-     .group = "connection", .summary = "Change the selected database for the current connection",
-     .since = "1.0.0", .complexity = "O(1)", .acl_categories = "@fast @connection"},
-    {.name = "client", .arity = -2, .flags = kStale | kNoScript, .first_key = 0, .last_key = 0,
-     .key_step = 0, .routing = Routing::kLocal, .handler = Client, .combine = CombineClient,
-     .group = "connection", .summary = "A container for client connection commands",
-     .since = "2.4.0", .complexity = "Depends on subcommand.",
-     .acl_categories = "@slow @connection", .route_of = ClientRoute},
+    {.name = "quit",
+     .arity = -1,
+     .flags = kFast | kStale | kNoAuth | kNoScript,
+     .first_key = 0,
+     .last_key = 0,
+     .key_step = 0,
+     .routing = Routing::kLocal,
+     .handler = Quit,
+     .group = "connection",
+     .summary = "Close the connection",
+     .since = "1.0.0",
+     .complexity = "O(1)",
+     .acl_categories = "@fast @connection"},
+    {.name = "reset",
+     .arity = 1,
+     .flags = kFast | kStale | kNoAuth | kNoScript,
+     .first_key = 0,
+     .last_key = 0,
+     .key_step = 0,
+     .routing = Routing::kLocal,
+     .handler = Reset,
+     .group = "connection",
+     .summary = "Reset the connection",
+     .since = "6.2.0",
+     .complexity = "O(1)",
+     .acl_categories = "@fast @connection"},
+    {.name = "select",
+     .arity = 2,
+     .flags = kFast | kStale | kLoading,
+     .first_key = 0,
+     .last_key = 0,
+     .key_step = 0,
+     .routing = Routing::kLocal,
+     .handler = Select,
+     .group = "connection",
+     .summary = "Change the selected database for the current connection",
+     .since = "1.0.0",
+     .complexity = "O(1)",
+     .acl_categories = "@fast @connection"},
+    {.name = "client",
+     .arity = -2,
+     .flags = kStale | kNoScript,
+     .first_key = 0,
+     .last_key = 0,
+     .key_step = 0,
+     .routing = Routing::kLocal,
+     .handler = Client,
+     .combine = CombineClient,
+     .group = "connection",
+     .summary = "A container for client connection commands",
+     .since = "2.4.0",
+     .complexity = "Depends on subcommand.",
+     .acl_categories = "@slow @connection",
+     .route_of = ClientRoute},
 };
 
 }  // namespace

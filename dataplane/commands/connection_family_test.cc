@@ -18,8 +18,7 @@ class ConnectionFamilyTest : public CommandFixture {
 TEST_F(ConnectionFamilyTest, Ping) {
   EXPECT_EQ(Run({"PING"}), "+PONG\r\n");
   EXPECT_EQ(Run({"ping", "hello"}), resp::Bulk("hello"));
-  EXPECT_EQ(Run({"PING", "a", "b"}),
-            resp::Err("ERR wrong number of arguments for 'ping' command"));
+  EXPECT_EQ(Run({"PING", "a", "b"}), resp::Err("ERR wrong number of arguments for 'ping' command"));
 }
 
 TEST_F(ConnectionFamilyTest, Echo) {
@@ -99,7 +98,8 @@ TEST_F(ConnectionFamilyTest, ClientNames) {
 }
 
 TEST_F(ConnectionFamilyTest, ClientErrors) {
-  EXPECT_EQ(Run({"CLIENT", "BOGUS"}), resp::Err("ERR unknown subcommand 'BOGUS'. Try CLIENT HELP."));
+  EXPECT_EQ(Run({"CLIENT", "BOGUS"}),
+            resp::Err("ERR unknown subcommand 'BOGUS'. Try CLIENT HELP."));
   EXPECT_EQ(Run({"CLIENT", "SETNAME"}),
             resp::Err("ERR wrong number of arguments for 'client|setname' command"));
   EXPECT_EQ(Run({"CLIENT", "ID", "extra"}),

@@ -37,13 +37,36 @@ class FakeServices : public ShardServices {
     }
   }
   std::string ConfigSet(std::string_view name, std::string_view value) override {
-    if (name != "timeout") return "ERR Unknown option or number of arguments for CONFIG SET - '" +
-                                  std::string(name) + "'";
+    if (name != "timeout")
+      return "ERR Unknown option or number of arguments for CONFIG SET - '" + std::string(name) +
+             "'";
     config["timeout"] = std::string(value);
     return "";
   }
   void ResetStats() override { ++resets; }
   bool OwnsKey(std::string_view) override { return true; }
+  void Subscribe(const ClientState&, PubSubKind kind, std::string_view name) override {
+    ++subscribers[{static_cast<int>(kind), std::string(name)}];
+  }
+  void Unsubscribe(const ClientState&, PubSubKind kind, std::string_view name) override {
+    auto it = subscribers.find({static_cast<int>(kind), std::string(name)});
+    if (it != subscribers.end() && --it->second == 0) subscribers.erase(it);
+  }
+  int64_t Publish(PubSubKind kind, std::string_view channel, std::string_view) override {
+    auto it = subscribers.find({static_cast<int>(kind), std::string(channel)});
+    return it == subscribers.end() ? 0 : it->second;
+  }
+  void ActiveSubscriptions(PubSubKind kind, std::vector<std::string>* out) override {
+    for (const auto& [key, count] : subscribers) {
+      if (key.first == static_cast<int>(kind)) out->push_back(key.second);
+    }
+  }
+  int64_t SubscriberCount(PubSubKind kind, std::string_view name) override {
+    auto it = subscribers.find({static_cast<int>(kind), std::string(name)});
+    return it == subscribers.end() ? 0 : it->second;
+  }
+
+  std::map<std::pair<int, std::string>, int64_t> subscribers;
 
   ShardStats stats_;
   ServerFacts facts_;

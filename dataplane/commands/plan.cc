@@ -64,7 +64,8 @@ void PlanRequest(const CommandTable& table, std::span<const std::string_view> ar
     case Routing::kAllShards:
       return;
     case Routing::kSingleKey: {
-      size_t last = LastKeyIndex(*spec, args.size());
+      size_t last = spec->key_count != nullptr ? spec->first_key + spec->key_count(args) - 1
+                                               : LastKeyIndex(*spec, args.size());
       uint32_t slot = slot_of(args[spec->first_key]);
       for (size_t i = spec->first_key + spec->key_step; i <= last && i < args.size();
            i += spec->key_step) {
@@ -85,7 +86,8 @@ void PlanRequest(const CommandTable& table, std::span<const std::string_view> ar
       }
       for (size_t i = spec->first_key; i <= last && i < args.size(); i += spec->key_step) {
         plan->key_arg.push_back(static_cast<uint32_t>(i));
-        plan->key_shard.push_back(static_cast<uint16_t>(ShardOfSlot(slot_of(args[i]), shard_count)));
+        plan->key_shard.push_back(
+            static_cast<uint16_t>(ShardOfSlot(slot_of(args[i]), shard_count)));
       }
       return;
     }

@@ -17,10 +17,10 @@ namespace keep::commands {
 struct RoutePlan {
   const CommandSpec* spec = nullptr;
   Routing routing = Routing::kLocal;  // the spec's routing, or its route_of's answer
-  std::string error;  // non-empty: answer this error (without '-') and run nothing
-  int shard = -1;     // kSingleKey, kCursorShard: the shard that runs it
-  uint32_t slot = 0;  // kSingleKey: the slot of its keys
-  uint64_t cursor_position = 0;  // kCursorShard: the position within that shard
+  std::string error;                  // non-empty: answer this error (without '-') and run nothing
+  int shard = -1;                     // kSingleKey, kCursorShard: the shard that runs it
+  uint32_t slot = 0;                  // kSingleKey: the slot of its keys
+  uint64_t cursor_position = 0;       // kCursorShard: the position within that shard
   // kEachKey: for each key in request order, its argument index and owning shard.
   std::vector<uint32_t> key_arg;
   std::vector<uint16_t> key_shard;

@@ -28,8 +28,8 @@ std::string Lower(std::string_view text) {
 void UnknownSubcommand(CommandContext& ctx, std::string_view command) {
   std::string upper(command);
   for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  ctx.reply.Error("ERR unknown subcommand '" + std::string(ctx.args[1].substr(0, 128)) +
-                  "'. Try " + upper + " HELP.");
+  ctx.reply.Error("ERR unknown subcommand '" + std::string(ctx.args[1].substr(0, 128)) + "'. Try " +
+                  upper + " HELP.");
 }
 
 void SubcommandArity(CommandContext& ctx, std::string_view command) {
@@ -68,10 +68,14 @@ ShardStats SumStats(const CombineInput& input) {
 std::string HumanBytes(uint64_t bytes) {
   char buf[64];
   double value = static_cast<double>(bytes);
-  if (bytes < 1024) snprintf(buf, sizeof(buf), "%lluB", static_cast<unsigned long long>(bytes));
-  else if (value < 1024.0 * 1024) snprintf(buf, sizeof(buf), "%.2fK", value / 1024);
-  else if (value < 1024.0 * 1024 * 1024) snprintf(buf, sizeof(buf), "%.2fM", value / 1024 / 1024);
-  else snprintf(buf, sizeof(buf), "%.2fG", value / 1024 / 1024 / 1024);
+  if (bytes < 1024)
+    snprintf(buf, sizeof(buf), "%lluB", static_cast<unsigned long long>(bytes));
+  else if (value < 1024.0 * 1024)
+    snprintf(buf, sizeof(buf), "%.2fK", value / 1024);
+  else if (value < 1024.0 * 1024 * 1024)
+    snprintf(buf, sizeof(buf), "%.2fM", value / 1024 / 1024);
+  else
+    snprintf(buf, sizeof(buf), "%.2fG", value / 1024 / 1024 / 1024);
   return buf;
 }
 
@@ -202,8 +206,8 @@ void CombineInfo(const CombineInput& input, proto::ReplyWriter& reply) {
     section("Keyspace");
     if (stats.keys > 0) {
       Line(&out, "db0",
-           "keys=" + std::to_string(stats.keys) + ",expires=" +
-               std::to_string(stats.keys_with_expiry) + ",avg_ttl=0");
+           "keys=" + std::to_string(stats.keys) +
+               ",expires=" + std::to_string(stats.keys_with_expiry) + ",avg_ttl=0");
     }
   }
   reply.Verbatim("txt", out);
@@ -259,7 +263,7 @@ void Config(CommandContext& ctx) {
         "RESETSTAT",
         "    Reset statistics reported by the INFO command.",
         "HELP",
-        "    Print this help.",
+        "    Prints this help.",
     };
     return ReplyHelp(ctx, kHelp);
   }
@@ -271,9 +275,17 @@ void CombineConfig(const CombineInput&, proto::ReplyWriter& reply) { reply.Ok();
 // --- COMMAND ---
 
 constexpr std::pair<CommandFlag, std::string_view> kFlagNames[] = {
-    {kWrite, "write"},   {kReadOnly, "readonly"}, {kDenyOom, "denyoom"},  {kAdmin, "admin"},
-    {kPubSub, "pubsub"}, {kNoScript, "noscript"}, {kLoading, "loading"}, {kStale, "stale"},
-    {kFast, "fast"},     {kNoAuth, "no_auth"},    {kMayReplicate, "may_replicate"},
+    {kWrite, "write"},
+    {kReadOnly, "readonly"},
+    {kDenyOom, "denyoom"},
+    {kAdmin, "admin"},
+    {kPubSub, "pubsub"},
+    {kNoScript, "noscript"},
+    {kLoading, "loading"},
+    {kStale, "stale"},
+    {kFast, "fast"},
+    {kNoAuth, "no_auth"},
+    {kMayReplicate, "may_replicate"},
 };
 
 std::vector<std::string_view> SplitWords(std::string_view text) {
@@ -344,8 +356,10 @@ void Command(CommandContext& ctx) {
     ctx.reply.ArrayHeader(argc - 2);
     for (size_t i = 2; i < argc; ++i) {
       const CommandSpec* spec = table.Find(ctx.args[i]);
-      if (spec == nullptr) ctx.reply.NullArray();
-      else WriteCommandInfo(ctx.reply, *spec);
+      if (spec == nullptr)
+        ctx.reply.NullArray();
+      else
+        WriteCommandInfo(ctx.reply, *spec);
     }
     return;
   }
@@ -382,7 +396,7 @@ void Command(CommandContext& ctx) {
         "DOCS [<command-name> ...]",
         "    Return documentation details about multiple commands.",
         "HELP",
-        "    Print this help.",
+        "    Prints this help.",
     };
     return ReplyHelp(ctx, kHelp);
   }
@@ -430,8 +444,9 @@ void DebugPopulate(CommandContext& ctx) {
   size_t argc = ctx.args.size();
   if (argc < 3 || argc > 5) {
     ctx.part->failed = true;
-    return ctx.reply.Error("ERR Unknown subcommand or wrong number of arguments for 'populate'. "
-                           "Try DEBUG HELP.");
+    return ctx.reply.Error(
+        "ERR Unknown subcommand or wrong number of arguments for 'populate'. "
+        "Try DEBUG HELP.");
   }
   int64_t count = 0;
   if (!ParseInt64(ctx.args[2], &count) || count < 0) {
@@ -489,7 +504,7 @@ void Debug(CommandContext& ctx) {
         "SLEEP <seconds>",
         "    Stop the server for <seconds>. Decimals allowed.",
         "HELP",
-        "    Print this help.",
+        "    Prints this help.",
     };
     return ReplyHelp(ctx, kHelp);
   }
@@ -505,36 +520,90 @@ void CombineDebug(const CombineInput& input, proto::ReplyWriter& reply) {
 }
 
 constexpr CommandSpec kServerCommands[] = {
-    {.name = "info", .arity = -1, .flags = kLoading | kStale, .first_key = 0, .last_key = 0,
-     .key_step = 0, .routing = Routing::kAllShards, .handler = Info, .combine = CombineInfo,
-     .group = "server", .summary = "Get information and statistics about the server",
-     .since = "1.0.0", .complexity = "O(1)", .acl_categories = "@slow @dangerous"},
-    {.name = "config", .arity = -2, .flags = kAdmin | kNoScript | kLoading | kStale,
-     .first_key = 0, .last_key = 0, .key_step = 0, .routing = Routing::kLocal,
-     .handler = Config, .combine = CombineConfig, .group = "server",
-     .summary = "A container for server configuration commands", .since = "2.0.0",
-     .complexity = "Depends on subcommand.", .acl_categories = "@slow", .route_of = ConfigRoute},
-    {.name = "command", .arity = -1, .flags = kLoading | kStale, .first_key = 0, .last_key = 0,
-     .key_step = 0, .routing = Routing::kLocal, .handler = Command, .group = "server",
-     .summary = "Get array of Redis command details", .since = "2.8.13",
+    {.name = "info",
+     .arity = -1,
+     .flags = kLoading | kStale,
+     .first_key = 0,
+     .last_key = 0,
+     .key_step = 0,
+     .routing = Routing::kAllShards,
+     .handler = Info,
+     .combine = CombineInfo,
+     .group = "server",
+     .summary = "Get information and statistics about the server",
+     .since = "1.0.0",
+     .complexity = "O(1)",
+     .acl_categories = "@slow @dangerous"},
+    {.name = "config",
+     .arity = -2,
+     .flags = kAdmin | kNoScript | kLoading | kStale,
+     .first_key = 0,
+     .last_key = 0,
+     .key_step = 0,
+     .routing = Routing::kLocal,
+     .handler = Config,
+     .combine = CombineConfig,
+     .group = "server",
+     .summary = "A container for server configuration commands",
+     .since = "2.0.0",
+     .complexity = "Depends on subcommand.",
+     .acl_categories = "@slow",
+     .route_of = ConfigRoute},
+    {.name = "command",
+     .arity = -1,
+     .flags = kLoading | kStale,
+     .first_key = 0,
+     .last_key = 0,
+     .key_step = 0,
+     .routing = Routing::kLocal,
+     .handler = Command,
+     .group = "server",
+     .summary = "Get array of Redis command details",
+     .since = "2.8.13",
      .complexity = "O(N) where N is the total number of Redis commands",
      .acl_categories = "@slow @connection"},
-    {.name = "time", .arity = 1, .flags = kLoading | kStale | kFast, .first_key = 0,
-     .last_key = 0, .key_step = 0, .routing = Routing::kLocal, .handler = Time,
-     .group = "server", .summary = "Return the current server time", .since = "2.6.0",
-     .complexity = "O(1)", .acl_categories = "@fast"},
-    {.name = "shutdown", .arity = -1, .flags = kAdmin | kNoScript | kLoading | kStale,
-     .first_key = 0, .last_key = 0, .key_step = 0, .routing = Routing::kLocal,
-     .handler = Shutdown, .group = "server",
+    {.name = "time",
+     .arity = 1,
+     .flags = kLoading | kStale | kFast,
+     .first_key = 0,
+     .last_key = 0,
+     .key_step = 0,
+     .routing = Routing::kLocal,
+     .handler = Time,
+     .group = "server",
+     .summary = "Return the current server time",
+     .since = "2.6.0",
+     .complexity = "O(1)",
+     .acl_categories = "@fast"},
+    {.name = "shutdown",
+     .arity = -1,
+     .flags = kAdmin | kNoScript | kLoading | kStale,
+     .first_key = 0,
+     .last_key = 0,
+     .key_step = 0,
+     .routing = Routing::kLocal,
+     .handler = Shutdown,
+     .group = "server",
      .summary = "Synchronously save the dataset to disk and then shut down the server",
-     .since = "1.0.0", .complexity = "O(N) when saving, where N is the total number of keys in "
-                                     "all databases when saving data, otherwise O(1)",
+     .since = "1.0.0",
+     .complexity = "O(N) when saving, where N is the total number of keys in "
+                   "all databases when saving data, otherwise O(1)",
      .acl_categories = "@admin @slow @dangerous"},
-    {.name = "debug", .arity = -2, .flags = kAdmin | kNoScript | kLoading | kStale,
-     .first_key = 0, .last_key = 0, .key_step = 0, .routing = Routing::kLocal, .handler = Debug,
-     .combine = CombineDebug, .group = "server", .summary = "A container for debugging commands",
-     .since = "1.0.0", .complexity = "Depends on subcommand.",
-     .acl_categories = "@admin @slow @dangerous", .route_of = DebugRoute},
+    {.name = "debug",
+     .arity = -2,
+     .flags = kAdmin | kNoScript | kLoading | kStale,
+     .first_key = 0,
+     .last_key = 0,
+     .key_step = 0,
+     .routing = Routing::kLocal,
+     .handler = Debug,
+     .combine = CombineDebug,
+     .group = "server",
+     .summary = "A container for debugging commands",
+     .since = "1.0.0",
+     .complexity = "Depends on subcommand.",
+     .acl_categories = "@admin @slow @dangerous",
+     .route_of = DebugRoute},
 };
 
 }  // namespace

@@ -9,8 +9,8 @@ namespace {
 class ServerFamilyTest : public CommandFixture {
  protected:
   ServerFamilyTest()
-      : CommandFixture(2, {ServerCommands(), ConnectionCommands(), StringCommands(),
-                           KeyCommands()}) {
+      : CommandFixture(2,
+                       {ServerCommands(), ConnectionCommands(), StringCommands(), KeyCommands()}) {
     set_services(&services_);
   }
   FakeServices services_;
@@ -26,7 +26,8 @@ TEST_F(ServerFamilyTest, InfoSumsShardsAndSelectsSections) {
   EXPECT_EQ(keyspace, resp::Bulk("# Keyspace\r\n"));
   services_.stats_.keys = 5;
   services_.stats_.keys_with_expiry = 1;
-  EXPECT_EQ(Run({"INFO", "KEYSPACE"}), resp::Bulk("# Keyspace\r\ndb0:keys=10,expires=2,avg_ttl=0\r\n"));
+  EXPECT_EQ(Run({"INFO", "KEYSPACE"}),
+            resp::Bulk("# Keyspace\r\ndb0:keys=10,expires=2,avg_ttl=0\r\n"));
   EXPECT_EQ(Run({"INFO", "nosuchsection"}), resp::Bulk(""));
   EXPECT_TRUE(RunResp3({"INFO", "keyspace"}).starts_with("="));
 }
@@ -58,7 +59,8 @@ TEST_F(ServerFamilyTest, CommandIntrospection) {
   EXPECT_TRUE(info.ends_with("*-1\r\n"));
   std::string docs = Run({"COMMAND", "DOCS", "set"});
   EXPECT_TRUE(docs.starts_with("*2\r\n$3\r\nset\r\n*8\r\n$7\r\nsummary\r\n")) << docs;
-  EXPECT_EQ(Run({"COMMAND", "BOGUS"}), resp::Err("ERR unknown subcommand 'BOGUS'. Try COMMAND HELP."));
+  EXPECT_EQ(Run({"COMMAND", "BOGUS"}),
+            resp::Err("ERR unknown subcommand 'BOGUS'. Try COMMAND HELP."));
   EXPECT_TRUE(Run({"COMMAND"}).starts_with("*" + std::to_string(count) + "\r\n"));
 }
 
@@ -90,7 +92,8 @@ TEST_F(ServerFamilyTest, DebugPopulateMakesRedisKeys) {
   EXPECT_EQ(Run({"GET", "key:7"}), resp::Bulk("value:7"));
   EXPECT_EQ(Run({"DEBUG", "POPULATE", "3", "p", "10"}), "+OK\r\n");
   EXPECT_EQ(Run({"GET", "p:1"}), resp::Bulk(std::string("value:1\0\0\0", 10)));
-  EXPECT_EQ(Run({"DEBUG", "POPULATE", "x"}), resp::Err("ERR value is not an integer or out of range"));
+  EXPECT_EQ(Run({"DEBUG", "POPULATE", "x"}),
+            resp::Err("ERR value is not an integer or out of range"));
   EXPECT_EQ(Run({"DEBUG", "SLEEP", "0"}), "+OK\r\n");
   EXPECT_EQ(Run({"DEBUG", "WHAT"}), resp::Err("ERR unknown subcommand 'WHAT'. Try DEBUG HELP."));
 }

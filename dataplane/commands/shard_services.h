@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "dataplane/commands/command.h"
+
 namespace keep::commands {
 
 // The Redis version Keep answers as in HELLO and INFO: the one whose behaviour it reproduces.
@@ -77,6 +79,17 @@ class ShardServices {
   // CONFIG SET of one parameter on this shard; returns an error message (without '-') or "".
   virtual std::string ConfigSet(std::string_view name, std::string_view value) = 0;
   virtual void ResetStats() = 0;
+  // Pub/sub. Subscribe and Unsubscribe register the calling client's connection (kLocal
+  // commands run on the connection's shard); the client's own sets are kept by the caller.
+  virtual void Subscribe(const ClientState& client, PubSubKind kind, std::string_view name) = 0;
+  virtual void Unsubscribe(const ClientState& client, PubSubKind kind, std::string_view name) = 0;
+  // Delivers to this shard's subscribers of `channel` (and, for kChannel, of matching
+  // patterns); returns how many received it.
+  virtual int64_t Publish(PubSubKind kind, std::string_view channel, std::string_view message) = 0;
+  // Active channels (or patterns) of this shard, and subscriber counts.
+  virtual void ActiveSubscriptions(PubSubKind kind, std::vector<std::string>* out) = 0;
+  virtual int64_t SubscriberCount(PubSubKind kind, std::string_view name) = 0;
+
   // Whether this shard owns `key` (DEBUG POPULATE creates only the keys it owns).
   virtual bool OwnsKey(std::string_view key) = 0;
 };

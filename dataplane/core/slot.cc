@@ -17,7 +17,8 @@ uint16_t Crc16Xmodem(std::string_view bytes) {
   for (unsigned char byte : bytes) {
     crc ^= static_cast<uint16_t>(byte) << 8;
     for (int bit = 0; bit < 8; ++bit) {
-      crc = (crc & 0x8000) ? static_cast<uint16_t>((crc << 1) ^ 0x1021) : static_cast<uint16_t>(crc << 1);
+      crc = (crc & 0x8000) ? static_cast<uint16_t>((crc << 1) ^ 0x1021)
+                           : static_cast<uint16_t>(crc << 1);
     }
   }
   return crc;

@@ -217,9 +217,12 @@ Store::Ref Store::Insert(std::string_view key, std::string_view value, ValueType
   Impl& m = *impl_;
   const uint64_t hash = m.Hash(key);
   ValueSpec spec = m.Encode(value);
+  // Lock records are never evicted (design §2.5): the flags say so without decoding the type.
+  const uint8_t lock_flags = type == ValueType::kLock ? (rec::kLock | rec::kPinned) : 0;
+  const uint8_t flags =
+      static_cast<uint8_t>((static_cast<uint8_t>(type) << rec::kTypeShift) | lock_flags);
   uint8_t* r =
-      m.MakeRecord(static_cast<uint8_t>(static_cast<uint8_t>(type) << rec::kTypeShift),
-                   static_cast<uint8_t>(now_ms_ / kAccessClockUnitMs), key, kNoExpiry, spec);
+      m.MakeRecord(flags, static_cast<uint8_t>(now_ms_ / kAccessClockUnitMs), key, kNoExpiry, spec);
   m.logical_bytes += key.size() + value.size();
   Slot* slot = m.table.Insert(hash, reinterpret_cast<uintptr_t>(r));
   m.last_slot = slot;

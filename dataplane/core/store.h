@@ -20,7 +20,7 @@
 
 namespace keep::core {
 
-enum class ValueType : uint8_t { kString = 0 };
+enum class ValueType : uint8_t { kString = 0, kLock = 1 };
 
 inline constexpr int64_t kNoExpiry = -1;
 
@@ -77,8 +77,12 @@ class Store {
   void Clear();
 
   // Visits up to about `count` entries from `cursor` (0 starts), skipping expired ones; returns
-  // the next cursor, 0 when the walk is complete. Every key present for the whole walk is visited
-  // at least once; with no inserts during the walk, exactly once.
+  // the next cursor, 0 when the walk is complete. Cursors are below 2^47, so a caller may pack
+  // more beside them (SCAN adds the shard). Every key present for the whole walk is visited
+  // at least once; with no inserts during the walk, exactly once. The order is by hash, so the
+  // cursor survives table growth. A call may visit up to one table segment (under 1,000 entries)
+  // more than `count` after the table grew mid-walk. `visit` may Erase the ref it is given and
+  // nothing else; it must not insert.
   uint64_t Scan(uint64_t cursor, size_t count,
                 const std::function<void(std::string_view key, Ref ref)>& visit);
 

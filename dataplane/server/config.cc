@@ -1,10 +1,10 @@
 #include "dataplane/server/config.h"
 
+#include <toml++/toml.h>
 #include <charconv>
 #include <fstream>
 #include <map>
 #include <sstream>
-#include <toml++/toml.h>
 
 namespace keep::server {
 
@@ -42,9 +42,8 @@ std::string Bad(std::string_view name, std::string_view value, std::string_view 
 
 // Builds an apply function for an integer-like field with bounds.
 std::function<std::string(Config&, std::string_view)> IntField(std::string_view name,
-                                                               int64_t Config::*field,
-                                                               int64_t min, int64_t max,
-                                                               bool size) {
+                                                               int64_t Config::*field, int64_t min,
+                                                               int64_t max, bool size) {
   return [=](Config& config, std::string_view text) -> std::string {
     auto value = size ? ParseSize(text) : ParseInt(text);
     if (!value || *value < min || *value > max) {
@@ -58,7 +57,7 @@ std::function<std::string(Config&, std::string_view)> IntField(std::string_view 
 }
 
 std::function<std::string(Config&, std::string_view)> PortField(std::string_view name,
-                                                                 int Config::*field, int min) {
+                                                                int Config::*field, int min) {
   return [=](Config& config, std::string_view text) -> std::string {
     auto value = ParseInt(text);
     if (!value || *value < min || *value > 65535) {
@@ -88,10 +87,14 @@ const std::vector<Setting>& Settings() {
        }},
       {"pin", Kind::kPin, "pin shards to CPUs: never | auto | always (default auto)",
        [](Config& c, std::string_view v) -> std::string {
-         if (v == "never") c.pin = PinMode::kNever;
-         else if (v == "auto") c.pin = PinMode::kAuto;
-         else if (v == "always") c.pin = PinMode::kAlways;
-         else return Bad("pin", v, "never, auto or always");
+         if (v == "never")
+           c.pin = PinMode::kNever;
+         else if (v == "auto")
+           c.pin = PinMode::kAuto;
+         else if (v == "always")
+           c.pin = PinMode::kAlways;
+         else
+           return Bad("pin", v, "never, auto or always");
          return "";
        }},
       {"shard-port-base", Kind::kInt,
@@ -112,8 +115,8 @@ const std::vector<Setting>& Settings() {
       {"tcp-backlog", Kind::kInt, "listen backlog (default 511)",
        IntField("tcp-backlog", &Config::tcp_backlog, 1, 65535, false)},
       {"proto-max-bulk-len", Kind::kSize, "largest bulk string a client may send (default 512mb)",
-       IntField("proto-max-bulk-len", &Config::proto_max_bulk_len, 1024 * 1024,
-                int64_t{1} << 40, true)},
+       IntField("proto-max-bulk-len", &Config::proto_max_bulk_len, 1024 * 1024, int64_t{1} << 40,
+                true)},
       {"client-query-buffer-limit", Kind::kSize,
        "unparsed input a client may buffer before it is disconnected (default 1gb)",
        IntField("client-query-buffer-limit", &Config::client_query_buffer_limit, 1024 * 1024,
@@ -215,9 +218,10 @@ LoadResult LoadConfig(const std::vector<std::string>& argv,
     std::string_view arg = argv[i];
     if (arg == "--help" || arg == "-h") {
       result.exit_ok = true;
-      result.message = "usage: keep-server [--setting value ...]\n\nSettings (flag, then KEEP_* "
-                       "variable, then the --config TOML file):\n" +
-                       ConfigReference();
+      result.message =
+          "usage: keep-server [--setting value ...]\n\nSettings (flag, then KEEP_* "
+          "variable, then the --config TOML file):\n" +
+          ConfigReference();
       return result;
     }
     if (arg == "--version" || arg == "-v") {
@@ -275,16 +279,18 @@ LoadResult LoadConfig(const std::vector<std::string>& argv,
     // cluster secrets of later components) and are left alone.
     if (match != nullptr) from_env[std::string(match->name)] = value;
   }
-  if (from_env.count("requirepass") && (from_flags.count("requirepass-file") ||
-                                        from_env.count("requirepass-file"))) {
+  if (from_env.count("requirepass") &&
+      (from_flags.count("requirepass-file") || from_env.count("requirepass-file"))) {
     result.message = "KEEP_REQUIREPASS and requirepass-file are both set: choose one";
     return result;
   }
 
   std::map<std::string, std::string, std::less<>> from_file;
   std::string config_path;
-  if (auto it = from_flags.find("config"); it != from_flags.end()) config_path = it->second;
-  else if (auto it = from_env.find("config"); it != from_env.end()) config_path = it->second;
+  if (auto it = from_flags.find("config"); it != from_flags.end())
+    config_path = it->second;
+  else if (auto it = from_env.find("config"); it != from_env.end())
+    config_path = it->second;
   if (!config_path.empty()) {
     toml::table table;
     try {
@@ -337,8 +343,7 @@ LoadResult LoadConfig(const std::vector<std::string>& argv,
   if (auto it = from_env.find("requirepass"); it != from_env.end()) {
     config.requirepass = it->second;
   }
-  if (config.shard_port_base != 0 && config.port != 0 &&
-      config.shard_port_base <= config.port &&
+  if (config.shard_port_base != 0 && config.port != 0 && config.shard_port_base <= config.port &&
       config.port < config.shard_port_base + std::max(config.shards, 1)) {
     result.message = "port " + std::to_string(config.port) +
                      " falls inside the shard port range starting at shard-port-base " +

@@ -9,7 +9,7 @@
 namespace keep::server {
 
 struct CpuBudget {
-  std::vector<int> allowed_cpus;    // from the affinity mask
+  std::vector<int> allowed_cpus;     // from the affinity mask
   std::optional<double> quota_cpus;  // cpu.max quota / period; nullopt when unlimited or unknown
   bool cgroup_v1 = false;            // the quota cannot be read: --shards should be given
   int online_cpus = 0;               // CPUs of the machine

@@ -83,16 +83,15 @@ std::string AttachCpuSteering(int any_client_fd, const std::vector<int>& shard_c
   for (size_t i = 0; i < count; ++i) {
     // From compare i, the return of shard i is `count` instructions further on.
     uint8_t to_return = static_cast<uint8_t>(count);
-    program.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<uint32_t>(shard_cpus[i]),
-                               to_return, 0));
+    program.push_back(
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<uint32_t>(shard_cpus[i]), to_return, 0));
   }
   program.push_back(BPF_STMT(BPF_RET | BPF_K, 0xffffffffu));  // out of range: kernel hashes
   for (size_t i = 0; i < count; ++i) {
     program.push_back(BPF_STMT(BPF_RET | BPF_K, static_cast<uint32_t>(i)));
   }
   sock_fprog fprog{static_cast<unsigned short>(program.size()), program.data()};
-  if (setsockopt(any_client_fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &fprog, sizeof(fprog)) !=
-      0) {
+  if (setsockopt(any_client_fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &fprog, sizeof(fprog)) != 0) {
     return std::string("SO_ATTACH_REUSEPORT_CBPF: ") + strerror(errno);
   }
   return "";

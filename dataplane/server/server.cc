@@ -142,9 +142,9 @@ int RunServer(const std::vector<std::string>& argv, const std::vector<std::strin
   }
   // The slot function of a single node; the cluster secret keys it once clustering exists.
   core::SlotFunction slot_function(core::SlotHash::kKeyed, "");
-  auto group = std::make_unique<shard::ShardGroup>(
-      std::move(shard_options), slot_function, facts,
-      ConfigView(config, listeners.client_port), config.maxclients);
+  auto group = std::make_unique<shard::ShardGroup>(std::move(shard_options), slot_function, facts,
+                                                   ConfigView(config, listeners.client_port),
+                                                   config.maxclients);
   group->on_shutdown_request = [] { kill(getpid(), SIGTERM); };
   group->Start();
 
@@ -160,11 +160,10 @@ int RunServer(const std::vector<std::string>& argv, const std::vector<std::strin
           kVersion, getpid(), config.bind.c_str(), listeners.client_port, shards, budget.budget,
           JoinInts(budget.allowed_cpus).c_str(), quota.c_str(), pin ? "true" : "false",
           pin ? JoinInts(shard_cpus).c_str() : "any",
-          config.shard_port_base > 0
-              ? (std::to_string(config.shard_port_base) + "-" +
-                 std::to_string(config.shard_port_base + shards - 1))
-                    .c_str()
-              : "off",
+          config.shard_port_base > 0 ? (std::to_string(config.shard_port_base) + "-" +
+                                        std::to_string(config.shard_port_base + shards - 1))
+                                           .c_str()
+                                     : "off",
           static_cast<long long>(config.maxclients));
 
   int signal_number = 0;

@@ -23,15 +23,15 @@ struct PendingReply {
 struct Connection {
   int fd = -1;
   commands::ClientState client;
-  IoBuffer in;               // unparsed input (empty while every request read was complete)
-  size_t parse_needed = 0;   // skip parsing until `in` holds this many bytes
-  std::string out;           // replies ready to send
-  size_t out_sent = 0;       // bytes of `out` already sent
+  IoBuffer in;              // unparsed input (empty while every request read was complete)
+  size_t parse_needed = 0;  // skip parsing until `in` holds this many bytes
+  std::string out;          // replies ready to send
+  size_t out_sent = 0;      // bytes of `out` already sent
   std::deque<PendingReply*> pending;  // replies in request order, front first
-  uint32_t inflight = 0;     // envelopes and joins that still point at this connection
-  uint32_t epoll_events = 0; // the interest set registered now
-  bool closed = false;       // fd closed; freed when inflight drops to zero
-  bool close_after_flush = false;  // QUIT, protocol error, CLIENT KILL: read no more
+  uint32_t inflight = 0;              // envelopes and joins that still point at this connection
+  uint32_t epoll_events = 0;          // the interest set registered now
+  bool closed = false;                // fd closed; freed when inflight drops to zero
+  bool close_after_flush = false;     // QUIT, protocol error, CLIENT KILL: read no more
   bool in_write_list = false;
   bool in_resume_list = false;
   proto::RespParser parser;

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "dataplane/commands/glob_util.h"
 #include "dataplane/proto/reply_writer.h"
 #include "dataplane/shard/shard_group.h"
 
@@ -93,6 +94,17 @@ bool IsAuthExempt(std::string_view name) {
   return equals("auth") || equals("hello") || equals("quit") || equals("reset");
 }
 
+// RESP2 connections with subscriptions are in Redis's "subscribed" mode.
+bool AllowedWhileSubscribed(std::string_view name) {
+  static constexpr std::string_view kAllowed[] = {"subscribe",    "unsubscribe", "psubscribe",
+                                                  "punsubscribe", "ssubscribe",  "sunsubscribe",
+                                                  "ping",         "quit",        "reset"};
+  for (std::string_view allowed : kAllowed) {
+    if (name == allowed) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 Shard::Shard(ShardGroup* group, ShardOptions options)
@@ -130,7 +142,9 @@ Shard::~Shard() {
   for (Gather* g : gather_pool_) delete g;
 }
 
-void Shard::Start() { thread_ = std::thread([this] { Run(); }); }
+void Shard::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
 
 void Shard::Join() {
   if (thread_.joinable()) thread_.join();
@@ -166,9 +180,9 @@ void Shard::Run() {
       // Keep serving the rings until every shard is done: others may still need our replies.
       if (reported_drained_ && group_->AllDrained()) break;
     }
-    bool busy = !resume_list_.empty() ||
-                std::any_of(outbound_.begin(), outbound_.end(),
-                            [](const auto& queue) { return !queue.empty(); });
+    bool busy =
+        !resume_list_.empty() || std::any_of(outbound_.begin(), outbound_.end(),
+                                             [](const auto& queue) { return !queue.empty(); });
     int timeout = busy ? 0 : static_cast<int>(std::max<int64_t>(0, next_timer_ms_ - now_ms_));
     if (stopping_) timeout = std::min(timeout, 10);
     Turn(timeout);
@@ -318,8 +332,7 @@ void Shard::OnReadable(Connection* conn) {
 void Shard::ProcessInput(Connection* conn, std::string_view data, bool from_scratch) {
   size_t offset = 0;
   std::vector<std::string_view>& args = args_;
-  while (offset < data.size() && !conn->closed && !conn->close_after_flush &&
-         !InputPaused(conn)) {
+  while (offset < data.size() && !conn->closed && !conn->close_after_flush && !InputPaused(conn)) {
     size_t consumed = 0;
     proto::ParseStatus status = conn->parser.Parse(data.substr(offset), &args, &consumed);
     if (status == proto::ParseStatus::kIncomplete) {
@@ -376,6 +389,14 @@ void Shard::Dispatch(Connection* conn, std::span<const std::string_view> args) {
     return;
   }
   const commands::CommandSpec* spec = plan_.spec;
+  if (conn->client.resp_version == 2 && conn->client.Subscribed() &&
+      !AllowedWhileSubscribed(spec->name)) {
+    proto::ReplyWriter(ReplyTarget(conn), 2)
+        .Error("ERR Can't execute '" + std::string(spec->name) +
+               "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in "
+               "this context");
+    return;
+  }
   switch (plan_.routing) {
     case commands::Routing::kLocal: {
       proto::ReplyWriter writer(ReplyTarget(conn), conn->client.resp_version);
@@ -746,6 +767,11 @@ void Shard::Close(Connection* conn, const char* reason) {
     if (slot->ready) Recycle(slot);
   }
   conn->pending.clear();
+  for (int kind = 0; kind < 3; ++kind) {
+    for (const std::string& name : conn->client.subscriptions[kind]) {
+      Unsubscribe(conn->client, static_cast<commands::PubSubKind>(kind), name);
+    }
+  }
   std::erase(resume_list_, conn);
   conn->in_resume_list = false;
   auto it = connections_.find(conn->client.id);
@@ -877,8 +903,7 @@ void Shard::AppendClientList(std::string* out, const std::vector<uint64_t>& ids)
              conn->in.size(), conn->in.capacity() - conn->in.size(), conn->in.capacity(),
              conn->pending.size(), conn->out.capacity(),
              conn->in.capacity() + conn->out.capacity() + sizeof(Connection),
-             c.last_command.empty() ? "NULL" : c.last_command.c_str(), c.resp_version,
-             c.shard);
+             c.last_command.empty() ? "NULL" : c.last_command.c_str(), c.resp_version, c.shard);
     out->append(line);
   }
 }
@@ -934,6 +959,72 @@ namespace keep::shard {
 
 bool Shard::OwnsKey(std::string_view key) {
   return commands::ShardOfSlot(group_->slot_function()(key), options_.count) == options_.index;
+}
+
+}  // namespace keep::shard
+
+namespace keep::shard {
+
+void Shard::Subscribe(const commands::ClientState& client, commands::PubSubKind kind,
+                      std::string_view name) {
+  auto it = connections_.find(client.id);
+  if (it == connections_.end()) return;
+  auto& map = subscribers_[static_cast<int>(kind)];
+  auto entry = map.find(name);
+  if (entry == map.end()) entry = map.emplace(std::string(name), std::vector<Connection*>{}).first;
+  entry->second.push_back(it->second.get());
+}
+
+void Shard::Unsubscribe(const commands::ClientState& client, commands::PubSubKind kind,
+                        std::string_view name) {
+  auto& map = subscribers_[static_cast<int>(kind)];
+  auto entry = map.find(name);
+  if (entry == map.end()) return;
+  std::erase_if(entry->second, [&](Connection* c) { return c->client.id == client.id; });
+  if (entry->second.empty()) map.erase(entry);
+}
+
+int64_t Shard::Publish(commands::PubSubKind kind, std::string_view channel,
+                       std::string_view message) {
+  using commands::PubSubKind;
+  int64_t receivers = 0;
+  // Messages take their place among the subscriber's replies, so order is kept per connection;
+  // a subscriber that cannot keep up is cut off by its output limit, never slowing the publisher.
+  auto deliver = [&](Connection* conn, std::string_view kind_word, const std::string* pattern) {
+    proto::ReplyWriter writer(ReplyTarget(conn), conn->client.resp_version);
+    writer.PushHeader(pattern != nullptr ? 4 : 3);
+    writer.Bulk(kind_word);
+    if (pattern != nullptr) writer.Bulk(*pattern);
+    writer.Bulk(channel);
+    writer.Bulk(message);
+    ++receivers;
+  };
+  if (kind == PubSubKind::kShardChannel) {
+    auto& map = subscribers_[static_cast<int>(PubSubKind::kShardChannel)];
+    if (auto it = map.find(channel); it != map.end()) {
+      for (Connection* conn : it->second) deliver(conn, "smessage", nullptr);
+    }
+    return receivers;
+  }
+  auto& channels = subscribers_[static_cast<int>(PubSubKind::kChannel)];
+  if (auto it = channels.find(channel); it != channels.end()) {
+    for (Connection* conn : it->second) deliver(conn, "message", nullptr);
+  }
+  for (auto& [pattern, conns] : subscribers_[static_cast<int>(PubSubKind::kPattern)]) {
+    if (!commands::StringMatch(pattern, channel)) continue;
+    for (Connection* conn : conns) deliver(conn, "pmessage", &pattern);
+  }
+  return receivers;
+}
+
+void Shard::ActiveSubscriptions(commands::PubSubKind kind, std::vector<std::string>* out) {
+  for (const auto& [name, conns] : subscribers_[static_cast<int>(kind)]) out->push_back(name);
+}
+
+int64_t Shard::SubscriberCount(commands::PubSubKind kind, std::string_view name) {
+  const auto& map = subscribers_[static_cast<int>(kind)];
+  auto it = map.find(name);
+  return it == map.end() ? 0 : static_cast<int64_t>(it->second.size());
 }
 
 }  // namespace keep::shard

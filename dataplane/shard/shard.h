@@ -4,6 +4,7 @@
 // rings), drains the rings from other shards, then sends each connection's replies in one call.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -37,13 +38,13 @@ struct Envelope {
   uint16_t target = 0;
   Connection* conn = nullptr;
   PendingReply* slot = nullptr;  // single-part requests
-  Gather* gather = nullptr;          // parts of split and broadcast requests
+  Gather* gather = nullptr;      // parts of split and broadcast requests
   const commands::CommandSpec* spec = nullptr;
   int resp_version = 2;
   uint64_t caller_id = 0;
   uint64_t cursor_position = 0;
   uint32_t key_slot = 0;  // single-key requests: the slot of the keys
-  bool as_part = false;  // the handler gets a PartResult
+  bool as_part = false;   // the handler gets a PartResult
   std::string arg_bytes;
   std::vector<uint32_t> arg_ends;
   std::vector<std::string_view> args;
@@ -103,6 +104,14 @@ class Shard final : public commands::ShardServices {
   std::string ConfigSet(std::string_view name, std::string_view value) override;
   void ResetStats() override;
   bool OwnsKey(std::string_view key) override;
+  void Subscribe(const commands::ClientState& client, commands::PubSubKind kind,
+                 std::string_view name) override;
+  void Unsubscribe(const commands::ClientState& client, commands::PubSubKind kind,
+                   std::string_view name) override;
+  int64_t Publish(commands::PubSubKind kind, std::string_view channel,
+                  std::string_view message) override;
+  void ActiveSubscriptions(commands::PubSubKind kind, std::vector<std::string>* out) override;
+  int64_t SubscriberCount(commands::PubSubKind kind, std::string_view name) override;
 
  private:
   friend class ShardGroup;
@@ -176,6 +185,15 @@ class Shard final : public commands::ShardServices {
   uint64_t random_state_;
 
   commands::ShardStats stats_;
+
+  struct NameHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  using SubscriberMap =
+      std::unordered_map<std::string, std::vector<Connection*>, NameHash, std::equal_to<>>;
+  // This shard's subscribers, by PubSubKind.
+  std::array<SubscriberMap, 3> subscribers_;
 };
 
 }  // namespace keep::shard

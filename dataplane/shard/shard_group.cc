@@ -1,13 +1,13 @@
 #include "dataplane/shard/shard_group.h"
 
-#include "dataplane/commands/glob_util.h"
 #include <charconv>
+#include "dataplane/commands/glob_util.h"
 
 namespace keep::shard {
 
 ShardGroup::ShardGroup(std::vector<ShardOptions> shard_options, core::SlotFunction slot_function,
-                       commands::ServerFacts facts,
-                       std::map<std::string, std::string> config_view, int64_t maxclients)
+                       commands::ServerFacts facts, std::map<std::string, std::string> config_view,
+                       int64_t maxclients)
     : slot_function_(slot_function),
       facts_(std::move(facts)),
       maxclients_(maxclients),
@@ -70,7 +70,8 @@ void ShardGroup::ConfigGet(std::string_view pattern,
 
 std::string ShardGroup::ConfigSet(std::string_view name, std::string_view value) {
   std::string lower;
-  for (char c : name) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  for (char c : name)
+    lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
   auto failed = [&](std::string_view why) {
     return "ERR CONFIG SET failed (possibly related to argument '" + lower + "') - " +
            std::string(why);
@@ -83,8 +84,10 @@ std::string ShardGroup::ConfigSet(std::string_view name, std::string_view value)
       return failed("argument couldn't be parsed into an integer");
     }
     if (parsed < (lower == "maxclients" ? 1 : 0)) return failed("argument must be between");
-    if (lower == "timeout") timeout_seconds_ = parsed;
-    else maxclients_ = parsed;
+    if (lower == "timeout")
+      timeout_seconds_ = parsed;
+    else
+      maxclients_ = parsed;
     config_view_[lower] = std::to_string(parsed);
     return "";
   }

@@ -1,0 +1,406 @@
+// keep-cli: a redis-cli-like shell for Keep. Speaks the binary protocol through libkeep (every
+// command travels as the generic COMMAND op, whose reply is RESP bytes) or plain RESP with --resp;
+// both print through the same redis-cli-style formatter. Line editing and history come from GNU
+// readline.
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <readline/history.h>
+#include <readline/readline.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dataplane/client/keep_client.h"
+
+namespace {
+
+struct CommandHelp {
+  const char* name;
+  const char* args;
+  const char* summary;
+};
+
+constexpr CommandHelp kHelp[] = {
+    {"PING", "[message]", "Ping the server."},
+    {"GET", "key", "Get the value of a key."},
+    {"SET", "key value [EX s|PX ms|KEEPTTL] [NX|XX] [GET]", "Set the string value of a key."},
+    {"DEL", "key [key ...]", "Delete keys."},
+    {"EXISTS", "key [key ...]", "Count the keys that exist."},
+    {"INCR", "key", "Increment the integer value of a key by one."},
+    {"INCRBY", "key delta", "Increment the integer value of a key by delta."},
+    {"EXPIRE", "key seconds [NX|XX|GT|LT]", "Set a key's time to live in seconds."},
+    {"PEXPIRE", "key ms [NX|XX|GT|LT]", "Set a key's time to live in milliseconds."},
+    {"TTL", "key", "Get the time to live of a key in seconds."},
+    {"LOCK", "key owner ttl-ms", "Take a lock; returns a fencing token or nil."},
+    {"UNLOCK", "key owner", "Release a lock held by owner."},
+    {"LOCKEXTEND", "key owner ttl-ms", "Extend a lock held by owner."},
+    {"CL.THROTTLE", "key max_burst count period [quantity]", "GCRA rate limit (redis-cell)."},
+    {"RATE.FIXED", "key limit window-ms [cost]", "Fixed-window rate limit."},
+    {"DELPREFIX", "prefix", "Delete every key starting with prefix."},
+    {"PUBLISH", "channel message", "Post a message to a channel."},
+    {"KEYS", "pattern", "Find keys matching a pattern."},
+    {"SCAN", "cursor [MATCH pattern] [COUNT n]", "Iterate over keys."},
+    {"INFO", "[section]", "Server information."},
+    {"CLUSTER", "SHARDS|SLOTS|NODES|INFO", "Cluster topology."},
+};
+
+const CommandHelp* FindHelp(std::string_view name) {
+  for (const CommandHelp& h : kHelp) {
+    if (strncasecmp(h.name, name.data(), name.size()) == 0 && h.name[name.size()] == '\0') {
+      return &h;
+    }
+  }
+  return nullptr;
+}
+
+void PrintUsage() {
+  std::cout << "Usage: keep-cli [options] [command [arg ...]]\n"
+               "  -h <host>      server host (default 127.0.0.1)\n"
+               "  -p <port>      server port (default 7000)\n"
+               "  --resp         speak RESP instead of the binary protocol\n"
+               "  --secret <s>   client secret for the binary HELLO\n"
+               "  --timeout <ms> per-request timeout (default 5000)\n"
+               "  --help         this help; `keep-cli help <command>` or `keep-cli <command> "
+               "--help` for a command\n"
+               "Without a command, keep-cli starts an interactive shell (help, help <command>, "
+               "quit).\n";
+}
+
+void PrintCommandHelp(std::string_view name) {
+  const CommandHelp* h = FindHelp(name);
+  if (h == nullptr) {
+    std::cout << "No help for '" << name << "'; the server may still know it.\n";
+    return;
+  }
+  std::cout << "\n  " << h->name << " " << h->args << "\n  summary: " << h->summary << "\n\n";
+}
+
+void PrintHelpIndex() {
+  std::cout << "keep-cli: type a command and its arguments, e.g. `set a 1`.\n"
+               "  help <command>  show a command's syntax\n"
+               "  quit            leave\nCommands:\n";
+  for (const CommandHelp& h : kHelp) std::cout << "  " << h.name << " " << h.args << "\n";
+}
+
+// ---- RESP reply formatting, as redis-cli prints it ----
+
+// Formats one RESP reply from the front of `resp`; returns bytes used, or 0 if incomplete/bad.
+size_t FormatReply(std::string_view resp, const std::string& indent, std::string* out) {
+  size_t eol = resp.find("\r\n");
+  if (resp.empty() || eol == std::string_view::npos) return 0;
+  std::string_view line = resp.substr(1, eol - 1);
+  size_t used = eol + 2;
+  switch (resp[0]) {
+    case '+':
+      out->append(line).append("\n");
+      return used;
+    case '-':
+      out->append("(error) ").append(line).append("\n");
+      return used;
+    case ':':
+      out->append("(integer) ").append(line).append("\n");
+      return used;
+    case ',':
+      out->append("(double) ").append(line).append("\n");
+      return used;
+    case '#':
+      out->append(line == "t" ? "(true)\n" : "(false)\n");
+      return used;
+    case '_':
+      out->append("(nil)\n");
+      return used;
+    case '$':
+    case '=': {
+      long len = std::strtol(std::string(line).c_str(), nullptr, 10);
+      if (len < 0) {
+        out->append("(nil)\n");
+        return used;
+      }
+      if (resp.size() < used + static_cast<size_t>(len) + 2) return 0;
+      std::string_view s = resp.substr(used, static_cast<size_t>(len));
+      out->push_back('"');
+      for (unsigned char c : s) {
+        if (c == '"' || c == '\\') {
+          out->push_back('\\');
+          out->push_back(static_cast<char>(c));
+        } else if (std::isprint(c)) {
+          out->push_back(static_cast<char>(c));
+        } else if (c == '\n') {
+          out->append("\\n");
+        } else if (c == '\r') {
+          out->append("\\r");
+        } else {
+          char hex[8];
+          std::snprintf(hex, sizeof(hex), "\\x%02x", c);
+          out->append(hex);
+        }
+      }
+      out->append("\"\n");
+      return used + static_cast<size_t>(len) + 2;
+    }
+    case '*':
+    case '~':
+    case '>':
+    case '%': {
+      long n = std::strtol(std::string(line).c_str(), nullptr, 10);
+      if (n < 0) {
+        out->append("(nil)\n");
+        return used;
+      }
+      if (resp[0] == '%') n *= 2;
+      if (n == 0) {
+        out->append("(empty array)\n");
+        return used;
+      }
+      int width = static_cast<int>(std::to_string(n).size());
+      for (long i = 0; i < n; ++i) {
+        char prefix[32];
+        std::snprintf(prefix, sizeof(prefix), "%*ld) ", width, i + 1);
+        if (i > 0) out->append(indent);
+        out->append(prefix);
+        size_t n_used = FormatReply(resp.substr(used), indent + std::string(width + 2, ' '), out);
+        if (n_used == 0) return 0;
+        used += n_used;
+      }
+      return used;
+    }
+    default:
+      return 0;
+  }
+}
+
+// ---- Transports ----
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  // The RESP reply bytes, or an error line already formatted ("(error) ...").
+  virtual std::string Run(const std::vector<std::string>& args) = 0;
+};
+
+class BinaryTransport : public Transport {
+ public:
+  explicit BinaryTransport(keep::client::Options options) : client_(std::move(options)) {}
+  std::string Run(const std::vector<std::string>& args) override {
+    try {
+      std::string resp = client_.Command(args);
+      std::string out;
+      if (FormatReply(resp, "", &out) == 0) return "(error) malformed reply\n";
+      return out;
+    } catch (const keep::client::Error& e) {
+      // BUSY, MOVED and the other statuses: named the way redis-cli names error replies.
+      std::string out = "(error) ";
+      out.append(e.message()).append("\n");
+      return out;
+    }
+  }
+
+ private:
+  keep::client::SyncClient client_;
+};
+
+class RespTransport : public Transport {
+ public:
+  RespTransport(const std::string& host, uint16_t port) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0) {
+      throw std::runtime_error("cannot resolve " + host);
+    }
+    for (addrinfo* a = res; a != nullptr && fd_ < 0; a = a->ai_next) {
+      int fd = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+      if (fd >= 0 && ::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+        fd_ = fd;
+      } else if (fd >= 0) {
+        ::close(fd);
+      }
+    }
+    freeaddrinfo(res);
+    if (fd_ < 0) {
+      throw std::runtime_error("Could not connect to Keep at " + host + ":" + std::to_string(port) +
+                               ": " + std::strerror(errno));
+    }
+  }
+  ~RespTransport() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  std::string Run(const std::vector<std::string>& args) override {
+    std::string req = "*";
+    req.append(std::to_string(args.size())).append("\r\n");
+    for (const std::string& a : args) {
+      req.append("$").append(std::to_string(a.size())).append("\r\n").append(a).append("\r\n");
+    }
+    for (size_t off = 0; off < req.size();) {
+      ssize_t n = ::send(fd_, req.data() + off, req.size() - off, MSG_NOSIGNAL);
+      if (n <= 0) return "(error) connection lost\n";
+      off += static_cast<size_t>(n);
+    }
+    while (true) {
+      std::string out;
+      size_t used = FormatReply(buf_, "", &out);
+      if (used > 0) {
+        buf_.erase(0, used);
+        return out;
+      }
+      char chunk[65536];
+      ssize_t n = ::recv(fd_, chunk, sizeof(chunk), 0);
+      if (n <= 0) return "(error) connection lost\n";
+      buf_.append(chunk, static_cast<size_t>(n));
+    }
+  }
+
+ private:
+  int fd_ = -1;
+  std::string buf_;
+};
+
+// Splits an interactive line like redis-cli: blanks separate, "..." and '...' quote.
+std::optional<std::vector<std::string>> SplitLine(std::string_view line) {
+  std::vector<std::string> args;
+  size_t i = 0;
+  while (true) {
+    while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+    if (i == line.size()) return args;
+    std::string cur;
+    while (i < line.size() && !std::isspace(static_cast<unsigned char>(line[i]))) {
+      char q = line[i];
+      if (q == '"' || q == '\'') {
+        ++i;
+        while (i < line.size() && line[i] != q) {
+          if (q == '"' && line[i] == '\\' && i + 1 < line.size()) {
+            char e = line[++i];
+            cur.push_back(e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e);
+          } else {
+            cur.push_back(line[i]);
+          }
+          ++i;
+        }
+        if (i == line.size()) return std::nullopt;  // unbalanced quotes
+        ++i;
+      } else {
+        cur.push_back(line[i++]);
+      }
+    }
+    args.push_back(std::move(cur));
+  }
+}
+
+bool WantsHelp(const std::vector<std::string>& args) {
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (args[i] == "--help") return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string host = "127.0.0.1";
+  uint16_t port = 7000;
+  bool resp = false;
+  keep::client::Options options;
+  options.client_name = "keep-cli";
+  options.timeout = std::chrono::milliseconds(5000);
+  std::vector<std::string> command;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (!command.empty()) {
+      command.push_back(a);
+    } else if (a == "-h" && i + 1 < argc) {
+      host = argv[++i];
+    } else if (a == "-p" && i + 1 < argc) {
+      port = static_cast<uint16_t>(std::atoi(argv[++i]));
+    } else if (a == "--resp") {
+      resp = true;
+    } else if (a == "--secret" && i + 1 < argc) {
+      options.secret = argv[++i];
+    } else if (a == "--timeout" && i + 1 < argc) {
+      options.timeout = std::chrono::milliseconds(std::atoi(argv[++i]));
+    } else if (a == "--help" || a == "-?") {
+      PrintUsage();
+      return 0;
+    } else {
+      command.push_back(a);
+    }
+  }
+  if (!command.empty() && (strcasecmp(command[0].c_str(), "help") == 0)) {
+    if (command.size() > 1) {
+      PrintCommandHelp(command[1]);
+    } else {
+      PrintHelpIndex();
+    }
+    return 0;
+  }
+  if (!command.empty() && WantsHelp(command)) {
+    PrintCommandHelp(command[0]);
+    return 0;
+  }
+
+  std::unique_ptr<Transport> transport;
+  try {
+    if (resp) {
+      transport = std::make_unique<RespTransport>(host, port);
+    } else {
+      options.host = host;
+      options.port = port;
+      transport = std::make_unique<BinaryTransport>(options);
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "Could not connect to Keep at " << host << ":" << port << ": " << e.what() << "\n";
+    return 1;
+  }
+
+  if (!command.empty()) {
+    std::string out = transport->Run(command);
+    std::cout << out;
+    return out.rfind("(error)", 0) == 0 ? 1 : 0;
+  }
+
+  std::string prompt = host;
+  prompt.append(":").append(std::to_string(port)).append("> ");
+  const char* home = std::getenv("HOME");
+  const std::string history = home ? std::string(home) + "/.keepcli_history" : "";
+  if (!history.empty()) read_history(history.c_str());
+  while (char* raw = readline(prompt.c_str())) {
+    std::string line(raw);
+    std::free(raw);
+    auto args = SplitLine(line);
+    if (!args) {
+      std::cout << "Invalid argument(s)\n";
+      continue;
+    }
+    if (args->empty()) continue;
+    add_history(line.c_str());
+    const std::string& name = (*args)[0];
+    if (strcasecmp(name.c_str(), "quit") == 0 || strcasecmp(name.c_str(), "exit") == 0) break;
+    if (strcasecmp(name.c_str(), "help") == 0) {
+      if (args->size() > 1) {
+        PrintCommandHelp((*args)[1]);
+      } else {
+        PrintHelpIndex();
+      }
+      continue;
+    }
+    if (WantsHelp(*args)) {
+      PrintCommandHelp(name);
+      continue;
+    }
+    std::cout << transport->Run(*args) << std::flush;
+  }
+  if (!history.empty()) write_history(history.c_str());
+  return 0;
+}

@@ -1,0 +1,54 @@
+// Memory straight from the OS for one shard's store, in 2 MiB chunks aligned to 2 MiB so that the
+// kernel can back each with one huge page, plus dedicated mappings for very large values.
+//
+// Mapping, faulting in and unmapping memory costs tens of microseconds; none of it should land on
+// a request. Release() and UnmapLarge() only queue, and Maintain() (called between requests, from
+// Store::ExpireSome) unmaps the queue and keeps one warm, pre-faulted spare chunk for the next
+// Acquire(). Single-threaded, like everything a shard owns.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace keep::core {
+
+class ChunkPool {
+ public:
+  static constexpr size_t kChunkSize = size_t{2} << 20;
+
+  ChunkPool() = default;
+  ~ChunkPool();
+  ChunkPool(const ChunkPool&) = delete;
+  ChunkPool& operator=(const ChunkPool&) = delete;
+
+  // A kChunkSize-aligned chunk; contents are unspecified (a reused chunk is not zeroed).
+  void* Acquire();
+  void Release(void* chunk);
+
+  // A mapping of at least `bytes` (rounded up to pages) for one large object.
+  void* MapLarge(size_t bytes);
+  void UnmapLarge(void* p, size_t bytes);
+
+  // Unmaps what was released and makes sure a warm spare chunk is ready.
+  void Maintain();
+
+  // Everything currently mapped: chunks in use, the spare, queued releases, large mappings.
+  size_t reserved_bytes() const { return reserved_bytes_; }
+  size_t chunks_in_use() const { return chunks_in_use_; }
+
+  static size_t LargeSize(size_t bytes);
+
+ private:
+  void* MapChunk();
+  void UnmapChunk(void* chunk);
+  void Drain();
+
+  void* spare_ = nullptr;
+  std::vector<void*> released_;
+  std::vector<std::pair<void*, size_t>> released_large_;
+  size_t reserved_bytes_ = 0;
+  size_t chunks_in_use_ = 0;
+};
+
+}  // namespace keep::core

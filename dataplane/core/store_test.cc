@@ -1,0 +1,420 @@
+#include "dataplane/core/store.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace keep::core {
+namespace {
+
+std::string K(const char* prefix, long i) {
+  char buf[32];
+  return std::string(buf, static_cast<size_t>(std::snprintf(buf, sizeof(buf), "%s%ld", prefix, i)));
+}
+
+TEST(StoreTest, BasicOperations) {
+  Store store;
+  store.SetNow(1000);
+  EXPECT_EQ(store.Find("a"), nullptr);
+  Store::Ref ref = store.Insert("a", "hello");
+  EXPECT_EQ(store.Key(ref), "a");
+  EXPECT_EQ(store.Value(ref), "hello");
+  EXPECT_EQ(store.Type(ref), ValueType::kString);
+  EXPECT_EQ(store.ExpireAt(ref), kNoExpiry);
+  EXPECT_EQ(store.Size(), 1u);
+  store.SetExpireAt(ref, 2000);
+  EXPECT_EQ(store.ExpireAt(ref), 2000);
+  EXPECT_EQ(store.Key(ref), "a");
+  EXPECT_EQ(store.Value(ref), "hello");
+  EXPECT_EQ(store.KeysWithExpiry(), 1u);
+  store.SetNow(2000);
+  EXPECT_EQ(store.Find("a"), nullptr);  // lazily expired
+  EXPECT_EQ(store.Size(), 0u);
+  EXPECT_EQ(store.expired_keys(), 1u);
+  EXPECT_EQ(store.KeysWithExpiry(), 0u);
+  EXPECT_FALSE(store.Erase("a"));
+}
+
+TEST(StoreTest, TypesRoundTrip) {
+  Store store;
+  Store::Ref lock = store.Insert("lock", "owner-token", ValueType::kLock);
+  EXPECT_EQ(store.Type(lock), ValueType::kLock);
+  store.SetExpireAt(lock, 5000);
+  store.SetValue(lock, std::string(2000, 'o'));
+  EXPECT_EQ(store.Type(lock), ValueType::kLock);
+  EXPECT_EQ(store.Type(store.Insert("plain", "v")), ValueType::kString);
+}
+
+TEST(StoreTest, IntegersAreStoredCompactlyButReadAsStrings) {
+  Store store;
+  Store::Ref ref = store.Insert("n", "12345");
+  EXPECT_EQ(store.Value(ref), "12345");
+  int64_t v = 0;
+  EXPECT_TRUE(store.IntegerValue(ref, &v));
+  EXPECT_EQ(v, 12345);
+  store.SetInteger(ref, v + 1);
+  EXPECT_EQ(store.Value(ref), "12346");
+  store.SetInteger(ref, -9223372036854775807 - 1);
+  EXPECT_EQ(store.Value(ref), "-9223372036854775808");
+  // Several integer views stay valid together (up to kValueScratch).
+  Store::Ref a = store.Insert("a", "1");
+  Store::Ref b = store.Insert("b", "2");
+  std::string_view va = store.Value(store.Find("a"));
+  std::string_view vb = store.Value(store.Find("b"));
+  EXPECT_EQ(va, "1");
+  EXPECT_EQ(vb, "2");
+  (void)a;
+  (void)b;
+  for (const char* s : {"007", "-0", "+1", "1.5", "99999999999999999999"}) {
+    Store::Ref r = store.Find("s") ? store.Find("s") : store.Insert("s", "");
+    store.SetValue(r, s);
+    EXPECT_EQ(store.Value(r), s);
+    EXPECT_FALSE(store.IntegerValue(r, &v)) << s;
+  }
+  // Appending to an integer turns it into a string.
+  Store::Ref n = store.Find("n");
+  store.SetValue(n, "42");
+  char* p = store.ResizeValue(n, 4);
+  p[2] = 'x';
+  p[3] = 'y';
+  EXPECT_EQ(store.Value(store.Find("n")), "42xy");
+}
+
+TEST(StoreTest, LargeValuesGoToTheArenaAndBack) {
+  Store store;
+  std::string big(5000, 'b');
+  Store::Ref ref = store.Insert("big", big);
+  EXPECT_EQ(store.Value(ref), big);
+  size_t used = store.UsedBytes();
+  // Grow in place within the arena block's slack, then beyond it.
+  char* p = store.ResizeValue(ref, 5100);
+  EXPECT_EQ(p[5099], 0);
+  EXPECT_EQ(store.Value(ref).substr(0, 5000), big);
+  p = store.ResizeValue(ref, 3 << 20);  // a dedicated mapping
+  p[(3 << 20) - 1] = 'z';
+  EXPECT_EQ(store.Value(ref).size(), 3u << 20);
+  EXPECT_EQ(store.Value(ref).back(), 'z');
+  EXPECT_GT(store.UsedBytes(), used);
+  store.SetValue(ref, "small again");
+  EXPECT_EQ(store.Value(ref), "small again");
+  store.SetExpireAt(ref, 99);
+  EXPECT_EQ(store.Value(ref), "small again");
+  EXPECT_EQ(store.LogicalBytes(), 3 + 11u);
+  store.Erase(ref);
+  store.Maintain();
+  EXPECT_EQ(store.LogicalBytes(), 0u);
+  EXPECT_LE(store.UsedBytes(), used + (4u << 20));  // the dedicated mapping went back
+}
+
+TEST(StoreTest, ValueMayAliasTheStore) {
+  Store store;
+  Store::Ref ref = store.Insert("k", "abcdefghij");
+  store.SetValue(ref, store.Value(ref).substr(2));
+  EXPECT_EQ(store.Value(ref), "cdefghij");
+  std::string big(3000, 'q');
+  big[0] = 'x';
+  store.SetValue(ref, big);
+  store.SetValue(ref, store.Value(ref).substr(0, 1500));
+  EXPECT_EQ(store.Value(ref), big.substr(0, 1500));
+  store.SetValue(ref, store.Value(ref).substr(0, 10));
+  EXPECT_EQ(store.Value(ref), big.substr(0, 10));
+}
+
+TEST(StoreTest, LongAndHugeKeys) {
+  Store store;
+  std::string long_key(300, 'L');
+  std::string huge_key(5000, 'H');
+  store.Insert(long_key, "v1");
+  store.Insert(huge_key, std::string(2000, 'w'));
+  EXPECT_EQ(store.Value(store.Find(long_key)), "v1");
+  EXPECT_EQ(store.Value(store.Find(huge_key)), std::string(2000, 'w'));
+  Store::Ref ref = store.Find(huge_key);
+  store.SetExpireAt(ref, 10);
+  EXPECT_EQ(store.Key(ref), huge_key);
+  store.SetExpireAt(ref, kNoExpiry);
+  EXPECT_EQ(store.Key(ref), huge_key);
+  EXPECT_TRUE(store.Erase(huge_key));
+  EXPECT_TRUE(store.Erase(long_key));
+  EXPECT_EQ(store.Size(), 0u);
+}
+
+TEST(StoreTest, ExpireSomeReclaimsIncrementallyAndReportsLag) {
+  Store store;
+  store.SetNow(1000);
+  for (int i = 0; i < 50000; ++i) {
+    Store::Ref ref = store.Insert(K("e", i), "v");
+    if (i % 2 == 0) store.SetExpireAt(ref, 1500);
+  }
+  EXPECT_EQ(store.KeysWithExpiry(), 25000u);
+  store.SetNow(2000);
+  size_t erased = 0;
+  int calls = 0;
+  while (store.KeysWithExpiry() > 0) {
+    size_t n = store.ExpireSome(200);
+    EXPECT_LE(n, 200u + 16u);
+    erased += n;
+    ++calls;
+  }
+  EXPECT_EQ(erased, 25000u);
+  EXPECT_GT(calls, 100);
+  EXPECT_EQ(store.Size(), 25000u);
+  EXPECT_EQ(store.ExpiryLagMs(), 500);
+  EXPECT_EQ(store.expired_keys(), 25000u);
+}
+
+TEST(StoreTest, ClearReleasesMemory) {
+  Store store;
+  for (int i = 0; i < 300000; ++i) store.Insert(K("c", i), "value");
+  size_t used = store.UsedBytes();
+  store.Clear();
+  EXPECT_EQ(store.Size(), 0u);
+  EXPECT_LT(store.UsedBytes(), used / 2);
+  EXPECT_EQ(store.Find("c1"), nullptr);
+  store.Insert("c1", "x");
+  EXPECT_EQ(store.Value(store.Find("c1")), "x");
+}
+
+TEST(StoreTest, FootprintOfSmallKeys) {
+  Store store;
+  constexpr int kKeys = 300000;
+  for (int i = 0; i < kKeys; ++i) store.Insert(K("key:", 1000000 + i), K("value:", 1000000 + i));
+  store.Maintain();
+  const auto stats = store.GetMemoryStats();
+  const double per_key = static_cast<double>(stats.table_bytes + stats.record_bytes) / kKeys;
+  EXPECT_LT(per_key, 40.0);
+  EXPECT_EQ(stats.record_bytes, size_t{kKeys} * 28);  // 4-byte header, no rounding
+}
+
+// Property test: random operations against std::map with deadlines, under a fake clock.
+class StoreModelTest : public ::testing::Test {
+ protected:
+  struct Item {
+    std::string value;
+    int64_t deadline = kNoExpiry;
+  };
+
+  bool Live(const Item& item) const { return item.deadline == kNoExpiry || item.deadline > now_; }
+
+  std::string RandomKey() {
+    uint64_t r = rng_() % 1000;
+    if (r < 2) return std::string(256 + rng_() % 3000, static_cast<char>('A' + rng_() % 4));
+    if (r < 10) return K("long-key-with-some-length-", static_cast<long>(rng_() % 200));
+    return K("k", static_cast<long>(rng_() % key_space_));
+  }
+
+  std::string RandomValue() {
+    uint64_t r = rng_() % 1000;
+    if (r < 300) return K("", static_cast<long>(rng_()) >> (rng_() % 63));
+    if (r < 320) return r % 2 ? "-0" : "007";
+    if (r < 330) return "";
+    std::string v;
+    size_t length;
+    if (r < 800) {
+      length = rng_() % 40;
+    } else if (r < 950) {
+      length = 200 + rng_() % 1000;
+    } else if (r < 999) {
+      length = 1024 + rng_() % 70000;
+    } else {
+      length = (1 << 20) + rng_() % 100000;
+    }
+    v.resize(length);
+    for (size_t i = 0; i < length; ++i) v[i] = static_cast<char>('a' + (i * 7 + length) % 26);
+    if (length > 0) v[0] = static_cast<char>(rng_());
+    return v;
+  }
+
+  void CheckValue(Store::Ref ref, const std::string& key) {
+    ASSERT_EQ(store_.Key(ref), key);
+    const Item& item = model_.at(key);
+    ASSERT_EQ(store_.Value(ref), item.value) << key;
+    ASSERT_EQ(store_.ExpireAt(ref), item.deadline) << key;
+  }
+
+  // Reclaims every expired key in both and compares everything.
+  void Checkpoint() {
+    // One call sweeps from the walk's position to the end of the table; two in a row that
+    // reclaim nothing have covered it all.
+    while (store_.ExpireSome(1 << 20) + store_.ExpireSome(1 << 20) > 0) {
+    }
+    for (auto it = model_.begin(); it != model_.end();) {
+      it = Live(it->second) ? std::next(it) : model_.erase(it);
+    }
+    ASSERT_EQ(store_.Size(), model_.size());
+    size_t with_expiry = 0;
+    size_t logical = 0;
+    for (auto& [key, item] : model_) {
+      with_expiry += item.deadline != kNoExpiry;
+      logical += key.size() + item.value.size();
+    }
+    ASSERT_EQ(store_.KeysWithExpiry(), with_expiry);
+    ASSERT_EQ(store_.LogicalBytes(), logical);
+    std::map<std::string, int> seen;
+    uint64_t cursor = 0;
+    const size_t count = 1 + rng_() % 300;
+    do {
+      cursor = store_.Scan(cursor, count, [&](std::string_view key, Store::Ref ref) {
+        ++seen[std::string(key)];
+        EXPECT_EQ(store_.Value(ref), model_.at(std::string(key)).value);
+      });
+      // SCAN puts the shard index beside the store's cursor (commands/plan.h).
+      ASSERT_LT(cursor, uint64_t{1} << 47);
+    } while (cursor != 0);
+    ASSERT_EQ(seen.size(), model_.size());
+    for (auto& [key, n] : seen) ASSERT_EQ(n, 1) << key;
+  }
+
+  // A walk with inserts between calls: keys present throughout are visited at least once.
+  void ScanWhileGrowing() {
+    std::set<std::string> stable;
+    for (auto& [key, item] : model_) {
+      if (item.deadline == kNoExpiry) stable.insert(key);
+    }
+    std::set<std::string> seen;
+    uint64_t cursor = 0;
+    do {
+      cursor = store_.Scan(cursor, 10 + rng_() % 50,
+                           [&](std::string_view key, Store::Ref) { seen.emplace(key); });
+      for (int i = 0; i < 3; ++i) {
+        std::string key = K("grow", static_cast<long>(grown_++));
+        store_.Insert(key, "g");
+        model_[key] = Item{"g", kNoExpiry};
+      }
+    } while (cursor != 0);
+    for (const std::string& key : stable) ASSERT_TRUE(seen.count(key)) << key;
+  }
+
+  void Step() {
+    const uint64_t op = rng_() % 100;
+    const std::string key = RandomKey();
+    auto it = model_.find(key);
+    if (it != model_.end() && !Live(it->second)) {
+      // Whatever touches it next sees it as absent; Find erases it, so mirror that first.
+      ASSERT_EQ(store_.Find(key), nullptr) << key;
+      model_.erase(it);
+      it = model_.end();
+    }
+    const bool present = it != model_.end();
+    if (op < 30) {  // SET (sometimes with a deadline)
+      std::string value = RandomValue();
+      Store::Ref ref = store_.Find(key);
+      ASSERT_EQ(ref != nullptr, present) << key;
+      int64_t deadline =
+          rng_() % 4 == 0 ? now_ + 1 + static_cast<int64_t>(rng_() % 200) : kNoExpiry;
+      if (ref == nullptr) {
+        ref = store_.Insert(key, value);
+      } else {
+        store_.SetValue(ref, value);
+      }
+      store_.SetExpireAt(ref, deadline);
+      model_[key] = Item{value, deadline};
+      CheckValue(ref, key);
+    } else if (op < 55) {  // GET
+      Store::Ref ref = store_.Find(key);
+      ASSERT_EQ(ref != nullptr, present) << key;
+      if (ref != nullptr) CheckValue(ref, key);
+    } else if (op < 63) {  // DEL
+      ASSERT_EQ(store_.Erase(key), present) << key;
+      model_.erase(key);
+    } else if (op < 70) {  // EXPIRE / PERSIST
+      Store::Ref ref = store_.Find(key);
+      ASSERT_EQ(ref != nullptr, present);
+      if (ref == nullptr) return;
+      int64_t deadline = rng_() % 3 == 0 ? kNoExpiry : now_ + static_cast<int64_t>(rng_() % 300);
+      store_.SetExpireAt(ref, deadline);
+      model_[key].deadline = deadline;
+      CheckValue(ref, key);
+    } else if (op < 78) {  // APPEND / SETRANGE through ResizeValue
+      Store::Ref ref = store_.Find(key);
+      ASSERT_EQ(ref != nullptr, present);
+      if (ref == nullptr) return;
+      std::string& value = model_[key].value;
+      size_t length = rng_() % 3 == 0 ? rng_() % (value.size() + 1) : value.size() + rng_() % 1500;
+      char* p = store_.ResizeValue(ref, length);
+      value.resize(length, '\0');
+      if (length > 0) {
+        size_t at = rng_() % length;
+        p[at] = 'R';
+        value[at] = 'R';
+      }
+      CheckValue(ref, key);
+    } else if (op < 82) {  // INCRBY
+      Store::Ref ref = store_.Find(key);
+      if (ref == nullptr) return;
+      int64_t v;
+      if (!store_.IntegerValue(ref, &v)) return;
+      v = (v >> 1) + static_cast<int64_t>(rng_() % 1000);
+      store_.SetInteger(ref, v);
+      model_[key].value = K("", static_cast<long>(v));
+      CheckValue(ref, key);
+    } else if (op < 84) {  // RANDOMKEY
+      Store::Ref ref = store_.RandomKey(rng_());
+      if (ref == nullptr) {
+        for (auto& [k, item] : model_) ASSERT_FALSE(Live(item)) << k;
+      } else {
+        std::string k(store_.Key(ref));
+        ASSERT_TRUE(model_.count(k)) << k;
+        ASSERT_TRUE(Live(model_[k]));
+        CheckValue(ref, k);
+      }
+      // RandomKey may have reclaimed expired keys: drop those from the model lazily (Size is
+      // only compared at checkpoints).
+    } else if (op < 90) {  // the shard's loop turn
+      store_.ExpireSome(rng_() % 100);
+    } else if (op < 97) {
+      now_ += static_cast<int64_t>(rng_() % 30);
+      store_.SetNow(now_);
+    } else if (op < 98) {  // GROW: a burst of new keys
+      for (int i = 0; i < 600; ++i) {
+        std::string k = K("burst", static_cast<long>(burst_++));
+        store_.Insert(k, K("v", i));
+        model_[k] = Item{K("v", i), kNoExpiry};
+      }
+    } else {  // DEL of a burst of keys, to leave tombstones
+      for (int i = 0; i < 300 && burst_deleted_ < burst_; ++i) {
+        std::string k = K("burst", static_cast<long>(burst_deleted_++));
+        ASSERT_EQ(store_.Erase(k), model_.erase(k) == 1) << k;
+      }
+    }
+  }
+
+  Store store_;
+  std::map<std::string, Item> model_;
+  std::mt19937_64 rng_{20240611};
+  int64_t now_ = 1'700'000'000'000;
+  uint64_t key_space_ = 3000;
+  uint64_t burst_ = 0;
+  uint64_t burst_deleted_ = 0;
+  uint64_t grown_ = 0;
+};
+
+TEST_F(StoreModelTest, RandomOperationsMatchTheModel) {
+  store_.SetNow(now_);
+  const int kOperations = 250000 / (std::getenv("KEEP_QUICK") ? 10 : 1);
+  for (int i = 1; i <= kOperations; ++i) {
+    Step();
+    if (HasFatalFailure()) {
+      ADD_FAILURE() << "at operation " << i;
+      return;
+    }
+    if (i % 25000 == 0) {
+      Checkpoint();
+      ScanWhileGrowing();
+      if (HasFatalFailure()) return;
+      key_space_ *= 2;  // later phases touch more keys
+    }
+  }
+  Checkpoint();
+  store_.Clear();
+  EXPECT_EQ(store_.Size(), 0u);
+  EXPECT_EQ(store_.LogicalBytes(), 0u);
+}
+
+}  // namespace
+}  // namespace keep::core
