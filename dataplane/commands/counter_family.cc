@@ -24,7 +24,9 @@ void SaveCounter(Store& store, Store::Ref ref, std::string_view key, std::string
 // Redis's incrDecrCommand.
 void IncrBy(CommandContext& ctx, int64_t increment) {
   std::string_view key = ctx.args[1];
-  Store::Ref ref = ctx.store.Find(key);
+  bool wrong_type;
+  Store::Ref ref = FindString(ctx, key, &wrong_type);
+  if (wrong_type) return;
   int64_t value = 0;
   if (ref != nullptr && !ctx.store.IntegerValue(ref, &value) &&
       !ParseInt64(ctx.store.Value(ref), &value)) {
@@ -79,7 +81,9 @@ void DecrBy(CommandContext& ctx) {
 // INCRBYFLOAT key increment -> the new value as a bulk string, spelled as Redis stores it.
 void IncrByFloat(CommandContext& ctx) {
   std::string_view key = ctx.args[1];
-  Store::Ref ref = ctx.store.Find(key);
+  bool wrong_type;
+  Store::Ref ref = FindString(ctx, key, &wrong_type);
+  if (wrong_type) return;
   long double value = 0;
   long double increment;
   if ((ref != nullptr && !ParseLongDouble(ctx.store.Value(ref), &value)) ||

@@ -67,4 +67,11 @@ uint64_t RandomU64() {
   return state * 0x2545f4914f6cdd1dull;
 }
 
+core::Store::Ref FindString(CommandContext& ctx, std::string_view key, bool* wrong_type) {
+  core::Store::Ref ref = ctx.store.Find(key);
+  *wrong_type = ref != nullptr && ctx.store.Type(ref) != core::ValueType::kString;
+  if (*wrong_type) ReplyError(ctx, errors::kWrongType);
+  return ref;
+}
+
 }  // namespace keep::commands

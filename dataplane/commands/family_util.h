@@ -36,6 +36,10 @@ void CombineOk(const CombineInput& input, proto::ReplyWriter& reply);
 // An array of every key's fragment in request order (MGET).
 void CombineKeyFragments(const CombineInput& input, proto::ReplyWriter& reply);
 
+// Finds `key` for a command that reads or changes a string value. A key of another type (a lock)
+// answers WRONGTYPE, as Redis does for every type mismatch, and sets *wrong_type.
+core::Store::Ref FindString(CommandContext& ctx, std::string_view key, bool* wrong_type);
+
 // A fast per-thread pseudo-random number (RANDOMKEY); not for anything security related.
 uint64_t RandomU64();
 

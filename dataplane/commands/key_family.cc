@@ -49,9 +49,11 @@ void Exists(CommandContext& ctx) {
   ReplyCount(ctx, found);
 }
 
-// TYPE key -> +string or +none.
+// TYPE key -> +string, +lock or +none.
 void Type(CommandContext& ctx) {
-  ctx.reply.Simple(ctx.store.Find(ctx.args[1]) != nullptr ? "string" : "none");
+  Store::Ref ref = ctx.store.Find(ctx.args[1]);
+  if (ref == nullptr) return ctx.reply.Simple("none");
+  ctx.reply.Simple(ctx.store.Type(ref) == core::ValueType::kLock ? "lock" : "string");
 }
 
 enum : uint32_t { kExpireNx = 1, kExpireXx = 2, kExpireGt = 4, kExpireLt = 8 };
@@ -362,16 +364,17 @@ void Scan(CommandContext& ctx) {
   std::string local;
   proto::ReplyWriter local_writer(&local, ctx.reply.resp_version());
   proto::ReplyWriter& out = ctx.part != nullptr ? ctx.reply : local_writer;
-  // Every key is a string: a TYPE filter keeps all of them or none.
-  bool type_matches = !use_type || EqualsIgnoreCase(type, "string");
   int64_t found = 0;
-  uint64_t next =
-      ctx.store.Scan(position, static_cast<size_t>(count), [&](std::string_view key, Store::Ref) {
-        if (!type_matches) return;
-        if (use_pattern && !StringMatch(pattern, key)) return;
-        out.Bulk(key);
-        ++found;
-      });
+  uint64_t next = ctx.store.Scan(position, static_cast<size_t>(count),
+                                 [&](std::string_view key, Store::Ref ref) {
+                                   if (use_type) {
+                                     bool lock = ctx.store.Type(ref) == core::ValueType::kLock;
+                                     if (!EqualsIgnoreCase(type, lock ? "lock" : "string")) return;
+                                   }
+                                   if (use_pattern && !StringMatch(pattern, key)) return;
+                                   out.Bulk(key);
+                                   ++found;
+                                 });
   if (ctx.part != nullptr) {
     ctx.part->cursor = next;
     ctx.part->integer = found;

@@ -249,3 +249,40 @@ TEST_F(LockFamilyTest, RedisLockIdiomsStillWork) {
 
 }  // namespace
 }  // namespace keep::commands
+
+namespace keep::commands {
+namespace {
+
+class LockTypeTest : public CommandFixture {
+ protected:
+  LockTypeTest()
+      : CommandFixture(2, {StringCommands(), CounterCommands(), KeyCommands(), LockCommands()}) {}
+};
+
+TEST_F(LockTypeTest, StringCommandsSeeALockAsAnotherType) {
+  ASSERT_EQ(Run({"LOCK", "job", "w1", "5000"}), ":1\r\n");
+  const std::string wrong = resp::Err(errors::kWrongType);
+  EXPECT_EQ(Run({"GET", "job"}), wrong);
+  EXPECT_EQ(Run({"STRLEN", "job"}), wrong);
+  EXPECT_EQ(Run({"APPEND", "job", "x"}), wrong);
+  EXPECT_EQ(Run({"INCR", "job"}), wrong);
+  EXPECT_EQ(Run({"INCRBYFLOAT", "job", "1"}), wrong);
+  EXPECT_EQ(Run({"GETRANGE", "job", "0", "-1"}), wrong);
+  EXPECT_EQ(Run({"SETRANGE", "job", "0", "x"}), wrong);
+  EXPECT_EQ(Run({"GETDEL", "job"}), wrong);
+  EXPECT_EQ(Run({"DELIFEQ", "job", "w1"}), wrong);
+  EXPECT_EQ(Run({"SET", "job", "v", "GET"}), wrong);
+  EXPECT_EQ(Run({"MGET", "job", "missing"}), "*2\r\n$-1\r\n$-1\r\n");
+  EXPECT_EQ(Run({"TYPE", "job"}), "+lock\r\n");
+  EXPECT_EQ(Run({"SCAN", "0", "TYPE", "lock", "COUNT", "100"}).find("job") != std::string::npos ||
+                Run({"SCAN", "1", "TYPE", "lock", "COUNT", "100"}).find("job") != std::string::npos,
+            true);
+  // SET replaces a key of any type, as in Redis; the lock is gone.
+  EXPECT_EQ(Run({"SET", "job", "plain"}), "+OK\r\n");
+  EXPECT_EQ(Run({"TYPE", "job"}), "+string\r\n");
+  EXPECT_EQ(Run({"GET", "job"}), resp::Bulk("plain"));
+  EXPECT_EQ(Run({"LOCKINFO", "job"}), wrong);
+}
+
+}  // namespace
+}  // namespace keep::commands

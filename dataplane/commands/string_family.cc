@@ -108,6 +108,11 @@ bool DeadlineOrReply(CommandContext& ctx, std::string_view text, uint32_t kind,
 // overwritten key loses its TTL unless `keep_ttl`.
 Store::Ref Write(Store& store, Store::Ref ref, std::string_view key, std::string_view value,
                  bool keep_ttl) {
+  if (ref != nullptr && store.Type(ref) != core::ValueType::kString) {
+    // SET replaces a key of any type, as in Redis.
+    store.Erase(ref);
+    ref = nullptr;
+  }
   if (ref == nullptr) return store.Insert(key, value);
   store.SetValue(ref, value);
   if (!keep_ttl && store.ExpireAt(ref) != core::kNoExpiry) {
@@ -145,8 +150,13 @@ void SetGeneric(CommandContext& ctx, uint32_t flags, std::string_view key, std::
   bool has_expire = (flags & kAnyExpire) != 0;
   if (has_expire && !DeadlineOrReply(ctx, expire, flags & kAnyExpire, command, &deadline)) return;
 
-  Store::Ref ref = ctx.store.Find(key);
   bool get = (flags & kGet) != 0;
+  Store::Ref ref = ctx.store.Find(key);
+  if (ref != nullptr && (get || (flags & kIfEq)) &&
+      ctx.store.Type(ref) != core::ValueType::kString) {
+    ReplyError(ctx, errors::kWrongType);
+    return;
+  }
   if (get) ReplyValue(ctx, ref);
 
   bool abort = (flags & kIfEq) ? ref == nullptr || ctx.store.Value(ref) != comparison
@@ -172,7 +182,11 @@ void SetGeneric(CommandContext& ctx, uint32_t flags, std::string_view key, std::
 }
 
 // GET key
-void Get(CommandContext& ctx) { ReplyValue(ctx, ctx.store.Find(ctx.args[1])); }
+void Get(CommandContext& ctx) {
+  bool wrong_type;
+  Store::Ref ref = FindString(ctx, ctx.args[1], &wrong_type);
+  if (!wrong_type) ReplyValue(ctx, ref);
+}
 
 // SET key value [NX | XX | IFEQ comparison-value] [GET]
 //     [EX seconds | PX milliseconds | EXAT unix-seconds | PXAT unix-milliseconds | KEEPTTL]
@@ -210,14 +224,18 @@ void PSetEx(CommandContext& ctx) {
 
 // GETSET key value -> the old value or nil; the new value has no TTL.
 void GetSet(CommandContext& ctx) {
-  Store::Ref ref = ctx.store.Find(ctx.args[1]);
+  bool wrong_type;
+  Store::Ref ref = FindString(ctx, ctx.args[1], &wrong_type);
+  if (wrong_type) return;
   ReplyValue(ctx, ref);
   Write(ctx.store, ref, ctx.args[1], ctx.args[2], false);
 }
 
 // GETDEL key -> the value (then deleted) or nil.
 void GetDel(CommandContext& ctx) {
-  Store::Ref ref = ctx.store.Find(ctx.args[1]);
+  bool wrong_type;
+  Store::Ref ref = FindString(ctx, ctx.args[1], &wrong_type);
+  if (wrong_type) return;
   ReplyValue(ctx, ref);
   if (ref != nullptr) ctx.store.Erase(ref);
 }
@@ -229,7 +247,9 @@ void GetEx(CommandContext& ctx) {
     ReplyError(ctx, errors::kSyntax);
     return;
   }
-  Store::Ref ref = ctx.store.Find(ctx.args[1]);
+  bool wrong_type;
+  Store::Ref ref = FindString(ctx, ctx.args[1], &wrong_type);
+  if (wrong_type) return;
   if (ref == nullptr) {
     ctx.reply.Null();
     return;
@@ -255,7 +275,10 @@ void MGet(CommandContext& ctx) {
   if (ctx.part == nullptr) ctx.reply.ArrayHeader(keys.size());
   for (std::string_view key : keys) {
     MarkFragment(ctx);
-    ReplyValue(ctx, ctx.store.Find(key));
+    Store::Ref ref = ctx.store.Find(key);
+    // MGET answers nil for a key of another type, as Redis does.
+    ReplyValue(ctx,
+               ref != nullptr && ctx.store.Type(ref) == core::ValueType::kString ? ref : nullptr);
   }
   MarkFragment(ctx);
 }
@@ -297,7 +320,9 @@ void MSetNx(CommandContext& ctx) {
 void Append(CommandContext& ctx) {
   std::string_view key = ctx.args[1];
   std::string_view value = ctx.args[2];
-  Store::Ref ref = ctx.store.Find(key);
+  bool wrong_type;
+  Store::Ref ref = FindString(ctx, key, &wrong_type);
+  if (wrong_type) return;
   if (ref == nullptr) {
     ctx.store.Insert(key, value);
     ctx.reply.Integer(static_cast<int64_t>(value.size()));
@@ -312,7 +337,9 @@ void Append(CommandContext& ctx) {
 
 // STRLEN key -> the value's length, 0 when missing.
 void StrLen(CommandContext& ctx) {
-  Store::Ref ref = ctx.store.Find(ctx.args[1]);
+  bool wrong_type;
+  Store::Ref ref = FindString(ctx, ctx.args[1], &wrong_type);
+  if (wrong_type) return;
   ctx.reply.Integer(ref == nullptr ? 0 : static_cast<int64_t>(ctx.store.Value(ref).size()));
 }
 
@@ -325,7 +352,9 @@ void GetRange(CommandContext& ctx) {
     ReplyError(ctx, errors::kNotInteger);
     return;
   }
-  Store::Ref ref = ctx.store.Find(ctx.args[1]);
+  bool wrong_type;
+  Store::Ref ref = FindString(ctx, ctx.args[1], &wrong_type);
+  if (wrong_type) return;
   if (ref == nullptr) {
     ctx.reply.Bulk("");
     return;
@@ -362,7 +391,9 @@ void SetRange(CommandContext& ctx) {
   std::string_view key = ctx.args[1];
   std::string_view value = ctx.args[3];
   uint64_t at = static_cast<uint64_t>(offset);
-  Store::Ref ref = ctx.store.Find(key);
+  bool wrong_type;
+  Store::Ref ref = FindString(ctx, key, &wrong_type);
+  if (wrong_type) return;
   size_t old_size = 0;
   if (ref == nullptr) {
     if (value.empty()) {
@@ -387,7 +418,9 @@ void SetRange(CommandContext& ctx) {
 
 // DELIFEQ key value -> 1 if the key held exactly `value` and was deleted, else 0 (Valkey 9.0).
 void DelIfEq(CommandContext& ctx) {
-  Store::Ref ref = ctx.store.Find(ctx.args[1]);
+  bool wrong_type;
+  Store::Ref ref = FindString(ctx, ctx.args[1], &wrong_type);
+  if (wrong_type) return;
   if (ref == nullptr || ctx.store.Value(ref) != ctx.args[2]) {
     ctx.reply.Integer(0);
     return;
