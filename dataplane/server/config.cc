@@ -127,6 +127,12 @@ const std::vector<Setting>& Settings() {
                 int64_t{1} << 40, true)},
       {"timeout", Kind::kInt, "close a client idle for this many seconds; 0 = never (default 0)",
        IntField("timeout", &Config::timeout_seconds, 0, 365ll * 24 * 3600, false)},
+      {"max-lock-ttl", Kind::kInt,
+       "longest lease LOCK grants, in ms; also sets the crash quarantine (default 60000)",
+       IntField("max-lock-ttl", &Config::max_lock_ttl_ms, 1, 24ll * 3600 * 1000, false)},
+      {"lua-time-limit", Kind::kInt,
+       "abort a script running longer than this, in ms (default 5000)",
+       IntField("lua-time-limit", &Config::lua_time_limit_ms, 1, 3600ll * 1000, false)},
       {"enable-debug-command", Kind::kBool, "allow DEBUG (POPULATE, SLEEP, ...) (default off)",
        [](Config& c, std::string_view v) -> std::string {
          auto value = ParseBool(v);

@@ -113,6 +113,31 @@ TEST(ConfigTest, SecretsComeFromFilesOrEnvironmentOnly) {
   std::filesystem::remove(path);
 }
 
+TEST(ConfigTest, LockAndScriptLimits) {
+  LoadResult r = Load({"--max-lock-ttl", "30000", "--lua-time-limit", "250"});
+  ASSERT_TRUE(r.config.has_value()) << r.message;
+  EXPECT_EQ(r.config->max_lock_ttl_ms, 30000);
+  EXPECT_EQ(r.config->lua_time_limit_ms, 250);
+  EXPECT_FALSE(Load({"--max-lock-ttl", "0"}).config.has_value());
+  EXPECT_FALSE(Load({"--lua-time-limit", "-5"}).config.has_value());
+}
+
+TEST(ConfigTest, ReadmeDocumentsEverySetting) {
+  std::ifstream readme(std::string(KEEP_SOURCE_DIR) + "/README.md");
+  ASSERT_TRUE(readme.good());
+  std::string text((std::istreambuf_iterator<char>(readme)), std::istreambuf_iterator<char>());
+  std::string reference = ConfigReference();
+  size_t at = 0;
+  int settings = 0;
+  while ((at = reference.find("  --", at)) != std::string::npos) {
+    at += 4;
+    std::string name = reference.substr(at, reference.find_first_of(" \n", at) - at);
+    EXPECT_NE(text.find("| `" + name + "` |"), std::string::npos) << name << " is not in README.md";
+    ++settings;
+  }
+  EXPECT_GT(settings, 10);
+}
+
 TEST(ConfigTest, HelpListsEverySetting) {
   LoadResult r = Load({"--help"});
   EXPECT_TRUE(r.exit_ok);

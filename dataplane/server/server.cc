@@ -43,6 +43,8 @@ std::map<std::string, std::string> ConfigView(const Config& config, int port) {
       {"bind", config.bind},
       {"port", std::to_string(port)},
       {"maxclients", std::to_string(config.maxclients)},
+      {"max-lock-ttl", std::to_string(config.max_lock_ttl_ms)},
+      {"lua-time-limit", std::to_string(config.lua_time_limit_ms)},
       {"timeout", std::to_string(config.timeout_seconds)},
       {"tcp-backlog", std::to_string(config.tcp_backlog)},
       {"proto-max-bulk-len", std::to_string(config.proto_max_bulk_len)},
@@ -135,6 +137,8 @@ int RunServer(const std::vector<std::string>& argv, const std::vector<std::strin
     options.resp_limits.max_bulk_len = static_cast<size_t>(config.proto_max_bulk_len);
     options.command_limits.proto_max_bulk_len = config.proto_max_bulk_len;
     options.command_limits.enable_debug_command = config.enable_debug_command;
+    options.command_limits.max_lock_ttl_ms = config.max_lock_ttl_ms;
+    options.command_limits.lua_time_limit_ms = config.lua_time_limit_ms;
     options.client_output_buffer_limit = config.client_output_buffer_limit;
     options.client_query_buffer_limit = config.client_query_buffer_limit;
     options.command_limits.requirepass = config.requirepass;
