@@ -160,6 +160,9 @@ struct CommandSpec {
   // first_key on, used instead of last_key by kSingleKey routing. Called after route_of, only
   // when it chose kSingleKey, so it may assume the count is valid.
   int (*key_count)(std::span<const std::string_view> args) = nullptr;
+  // The arguments as Redis documents them ("key value [NX | XX] ..."), for COMMAND DOCS; see
+  // command_syntax.h. Empty for containers and commands without arguments.
+  std::string_view syntax = "";
 };
 
 // Redis's exact error texts, shared by every family.

@@ -223,7 +223,8 @@ constexpr CommandSpec kRateLimitCommands[] = {
                 "reset after]",
      .since = "1.0.0",
      .complexity = "O(1)",
-     .acl_categories = "@write @fast"},
+     .acl_categories = "@write @fast",
+     .syntax = "key max_burst count period [quantity]"},
     {.name = "rate.fixed",
      .arity = -4,
      .flags = kWrite | kDenyOom | kFast,
@@ -236,7 +237,8 @@ constexpr CommandSpec kRateLimitCommands[] = {
      .summary = "Fixed window rate limit (Keep): [allowed, remaining, reset ms]",
      .since = "1.0.0",
      .complexity = "O(1)",
-     .acl_categories = "@write @fast"},
+     .acl_categories = "@write @fast",
+     .syntax = "key limit window-ms [cost]"},
 };
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "dataplane/commands/command_syntax.h"
 #include "dataplane/commands/command_table.h"
 #include "dataplane/commands/glob_util.h"
 #include "dataplane/commands/shard_services.h"
@@ -323,7 +324,8 @@ void WriteCommandInfo(proto::ReplyWriter& reply, const CommandSpec& spec) {
 
 void WriteCommandDocs(proto::ReplyWriter& reply, const CommandSpec& spec) {
   reply.Bulk(spec.name);
-  reply.MapHeader(4);
+  bool has_args = !spec.syntax.empty();
+  reply.MapHeader(has_args ? 5 : 4);
   reply.Bulk("summary");
   reply.Bulk(spec.summary);
   reply.Bulk("since");
@@ -332,6 +334,10 @@ void WriteCommandDocs(proto::ReplyWriter& reply, const CommandSpec& spec) {
   reply.Bulk(spec.group);
   reply.Bulk("complexity");
   reply.Bulk(spec.complexity);
+  if (has_args) {
+    reply.Bulk("arguments");
+    WriteCommandArgs(reply, ParseCommandSyntax(spec.syntax));
+  }
 }
 
 void Command(CommandContext& ctx) {
@@ -533,7 +539,8 @@ constexpr CommandSpec kServerCommands[] = {
      .summary = "Get information and statistics about the server",
      .since = "1.0.0",
      .complexity = "O(1)",
-     .acl_categories = "@slow @dangerous"},
+     .acl_categories = "@slow @dangerous",
+     .syntax = "[section [section ...]]"},
     {.name = "config",
      .arity = -2,
      .flags = kAdmin | kNoScript | kLoading | kStale,
@@ -588,7 +595,8 @@ constexpr CommandSpec kServerCommands[] = {
      .since = "1.0.0",
      .complexity = "O(N) when saving, where N is the total number of keys in "
                    "all databases when saving data, otherwise O(1)",
-     .acl_categories = "@admin @slow @dangerous"},
+     .acl_categories = "@admin @slow @dangerous",
+     .syntax = "[NOSAVE | SAVE] [NOW] [FORCE]"},
     {.name = "debug",
      .arity = -2,
      .flags = kAdmin | kNoScript | kLoading | kStale,
