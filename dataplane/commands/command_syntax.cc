@@ -4,6 +4,8 @@
 #include <memory>
 #include <utility>
 
+#include "dataplane/commands/string_util.h"
+
 namespace keep::commands {
 namespace {
 
@@ -144,12 +146,6 @@ class Parser {
   size_t pos_ = 0;
 };
 
-std::string Lower(std::string_view word) {
-  std::string out(word);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 std::string TypeOf(std::string_view name) {
   if (name == "key" || name.ends_with("key") || name == "source" || name == "destination") {
     return "key";
@@ -201,7 +197,7 @@ CommandArg ConvertAlt(const std::vector<Raw>& seq) {
 CommandArg ConvertItem(const Raw& raw) {
   CommandArg arg;
   if (raw.IsWord()) {
-    arg.name = Lower(raw.word);
+    arg.name = AsciiLower(raw.word);
     if (IsUpperWord(raw)) {
       arg.type = "pure-token";
       arg.token = raw.word;

@@ -10,18 +10,6 @@ namespace keep::commands {
 
 namespace {
 
-std::string ToLower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string ToUpper(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
-
 constexpr std::string_view kWrongPass =
     "WRONGPASS invalid username-password pair or user is disabled.";
 
@@ -179,7 +167,7 @@ constexpr ClientSubcommand kClientSubcommands[] = {
 // Validates the subcommand and its arity; writes the error and returns false when wrong.
 bool CheckSubcommand(CommandContext& ctx, std::string_view command,
                      std::span<const ClientSubcommand> table) {
-  std::string sub = ToLower(ctx.args[1]);
+  std::string sub = AsciiLower(ctx.args[1]);
   for (const ClientSubcommand& entry : table) {
     if (entry.name != sub) continue;
     size_t argc = ctx.args.size();
@@ -192,7 +180,7 @@ bool CheckSubcommand(CommandContext& ctx, std::string_view command,
     }
     return true;
   }
-  std::string upper = ToUpper(command);
+  std::string upper = AsciiUpper(command);
   ctx.reply.Error("ERR unknown subcommand '" + std::string(ctx.args[1].substr(0, 128)) + "'. Try " +
                   upper + " HELP.");
   return false;
@@ -213,7 +201,7 @@ std::string ParseClientList(std::span<const std::string_view> args, std::vector<
   *matches_type = true;
   for (size_t i = 2; i < args.size(); ++i) {
     if (EqualsIgnoreCase(args[i], "type") && i + 1 < args.size()) {
-      std::string type = ToLower(args[i + 1]);
+      std::string type = AsciiLower(args[i + 1]);
       if (type != "normal" && type != "master" && type != "replica" && type != "slave" &&
           type != "pubsub") {
         return "ERR Unknown client type '" + std::string(args[i + 1]) + "'";
@@ -246,7 +234,7 @@ std::string ParseClientKill(std::span<const std::string_view> args, uint64_t cal
   *old_form = false;
   if ((args.size() - 2) % 2 != 0) return std::string(errors::kSyntax);
   for (size_t i = 2; i < args.size(); i += 2) {
-    std::string option = ToLower(args[i]);
+    std::string option = AsciiLower(args[i]);
     std::string_view value = args[i + 1];
     if (option == "id") {
       int64_t id = 0;
@@ -267,7 +255,7 @@ std::string ParseClientKill(std::span<const std::string_view> args, uint64_t cal
       else
         return std::string(errors::kSyntax);
     } else if (option == "type") {
-      std::string type = ToLower(value);
+      std::string type = AsciiLower(value);
       if (type != "normal" && type != "master" && type != "replica" && type != "slave" &&
           type != "pubsub") {
         return "ERR Unknown client type '" + std::string(value) + "'";
@@ -291,7 +279,7 @@ void Client(CommandContext& ctx) {
     if (ctx.part != nullptr) ctx.part->failed = true;
     return;
   }
-  std::string sub = ToLower(ctx.args[1]);
+  std::string sub = AsciiLower(ctx.args[1]);
   if (sub == "list") {  // a part on every shard
     std::vector<uint64_t> ids;
     bool matches_type = true;
@@ -344,7 +332,7 @@ void Client(CommandContext& ctx) {
     return ctx.reply.Ok();
   }
   if (sub == "setinfo") {
-    std::string attribute = ToLower(ctx.args[2]);
+    std::string attribute = AsciiLower(ctx.args[2]);
     if (attribute != "lib-name" && attribute != "lib-ver") {
       return ctx.reply.Error("ERR Unrecognized option '" + std::string(ctx.args[2]) + "'");
     }

@@ -126,14 +126,8 @@ constexpr PubSubSubcommand kPubSubSubcommands[] = {
     {"shardchannels", -2}, {"shardnumsub", -2}, {"help", 2},
 };
 
-std::string LowerCopy(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 void PubSub(CommandContext& ctx) {
-  std::string sub = LowerCopy(ctx.args[1]);
+  std::string sub = AsciiLower(ctx.args[1]);
   const PubSubSubcommand* found = nullptr;
   for (const PubSubSubcommand& entry : kPubSubSubcommands) {
     if (entry.name == sub) found = &entry;
@@ -182,7 +176,7 @@ void PubSub(CommandContext& ctx) {
 
 void CombinePubSub(const CombineInput& input, proto::ReplyWriter& reply) {
   if (ReplyFirstFailure(input, reply)) return;
-  std::string sub = LowerCopy(input.args[1]);
+  std::string sub = AsciiLower(input.args[1]);
   if (sub == "channels" || sub == "shardchannels" || sub == "numpat") {
     std::set<std::string> names;
     for (PartResult* part : input.parts) {

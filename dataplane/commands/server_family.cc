@@ -20,12 +20,6 @@ namespace keep::commands {
 
 namespace {
 
-std::string Lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 void UnknownSubcommand(CommandContext& ctx, std::string_view command) {
   std::string upper(command);
   for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -35,7 +29,7 @@ void UnknownSubcommand(CommandContext& ctx, std::string_view command) {
 
 void SubcommandArity(CommandContext& ctx, std::string_view command) {
   ctx.reply.Error("ERR wrong number of arguments for '" + std::string(command) + "|" +
-                  Lower(ctx.args[1]) + "' command");
+                  AsciiLower(ctx.args[1]) + "' command");
 }
 
 void ReplyHelp(CommandContext& ctx, std::span<const std::string_view> lines) {
@@ -108,7 +102,7 @@ void CombineInfo(const CombineInput& input, proto::ReplyWriter& reply) {
   ShardStats stats = SumStats(input);
   const ServerFacts& facts = *info_facts;
   std::vector<std::string> wanted;
-  for (size_t i = 1; i < input.args.size(); ++i) wanted.push_back(Lower(input.args[i]));
+  for (size_t i = 1; i < input.args.size(); ++i) wanted.push_back(AsciiLower(input.args[i]));
   bool everything = wanted.empty();
   for (const std::string& w : wanted) {
     if (w == "all" || w == "everything" || w == "default") everything = true;
@@ -226,7 +220,7 @@ Routing ConfigRoute(std::span<const std::string_view> args) {
 }
 
 void Config(CommandContext& ctx) {
-  std::string sub = Lower(ctx.args[1]);
+  std::string sub = AsciiLower(ctx.args[1]);
   size_t argc = ctx.args.size();
   if (sub == "resetstat") {
     if (argc != 2) return SubcommandArity(ctx, "config");
@@ -348,7 +342,7 @@ void Command(CommandContext& ctx) {
     for (const CommandSpec* spec : table.all()) WriteCommandInfo(ctx.reply, *spec);
     return;
   }
-  std::string sub = Lower(ctx.args[1]);
+  std::string sub = AsciiLower(ctx.args[1]);
   if (sub == "count") {
     if (argc != 2) return SubcommandArity(ctx, "command");
     return ctx.reply.Integer(static_cast<int64_t>(table.all().size()));
@@ -422,7 +416,7 @@ void Time(CommandContext& ctx) {
 
 void Shutdown(CommandContext& ctx) {
   for (size_t i = 1; i < ctx.args.size(); ++i) {
-    std::string option = Lower(ctx.args[i]);
+    std::string option = AsciiLower(ctx.args[i]);
     if (option != "nosave" && option != "save" && option != "now" && option != "force") {
       return ctx.reply.Error(errors::kSyntax);
     }
@@ -488,7 +482,7 @@ void Debug(CommandContext& ctx) {
     if (ctx.part != nullptr) ctx.part->failed = true;
     return ctx.reply.Error(kDebugDisabled);
   }
-  std::string sub = Lower(ctx.args[1]);
+  std::string sub = AsciiLower(ctx.args[1]);
   if (sub == "populate") return DebugPopulate(ctx);
   if (sub == "sleep") {
     if (ctx.args.size() != 3) return SubcommandArity(ctx, "debug");

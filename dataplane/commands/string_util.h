@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace keep::commands {
@@ -30,6 +31,23 @@ size_t FormatLongDouble(long double value, char* buf);
 
 // Decimal digits of `value` into `buf` (at least 20 bytes); returns the length.
 size_t FormatInt64(int64_t value, char* buf);
+
+// ASCII case mapping of command names, subcommands and options.
+inline std::string AsciiLower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+inline std::string AsciiUpper(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+  }
+  return out;
+}
 
 // ASCII case-insensitive equality against a lower-case literal.
 inline bool EqualsIgnoreCase(std::string_view text, std::string_view lower) {
