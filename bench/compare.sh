@@ -318,4 +318,16 @@ for entry in "${WORKLOAD_TABLE[@]}"; do
     echo "RATIO $wl cpu_us_per_req $name=$f redis=$r $name/redis=$(ratio "$f" "$r")"
   done
 done
+# Keep's native commands against the Redis recipe each replaces (the Lua script by EVALSHA on
+# redis-server): the figure the coordination commands exist for.
+for pair in "ratelimit_native|ratelimit_lua" "lock_native|lock_lua" "coord_native|coord_lua"; do
+  IFS='|' read -r native recipe <<<"$pair"
+  selected "$native" && selected "$recipe" && has redis || continue
+  r=$(value "$recipe" redis cpu_us_per_req)
+  for name in keep keep2; do
+    has "$name" || continue
+    k=$(value "$native" "$name" cpu_us_per_req)
+    echo "RATIO ${native%_native}_native_vs_lua cpu_us_per_req $name=$k redis=$r $name/redis=$(ratio "$k" "$r")"
+  done
+done
 echo "compare.sh: done in ${elapsed}s"
