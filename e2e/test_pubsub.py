@@ -179,3 +179,17 @@ def test_slow_subscriber_never_slows_the_publisher(server_factory, raw):
     assert time.monotonic() - started < 20
     assert slow.wait_closed(timeout=5)
     assert publisher.call("PUBLISH", "firehose", "after") == Reply("int", 0)
+
+
+def test_idle_timeout_spares_subscribers(server_factory, raw):
+    server = server_factory(timeout=1)
+    sub = raw(server)
+    sub.send_command("SUBSCRIBE", "quiet")
+    sub.read_reply()
+    idle = raw(server)
+    assert idle.call("PING") == Reply("simple", b"PONG")
+    time.sleep(2.5)
+    assert idle.wait_closed(timeout=3)
+    publisher = raw(server)
+    assert publisher.call("PUBLISH", "quiet", "still here") == Reply("int", 1)
+    assert sub.read_reply()[1][2] == Reply("bulk", b"still here")

@@ -789,7 +789,8 @@ void Shard::Timers() {
   if (timeout > 0) {
     std::vector<Connection*> idle;
     for (auto& [id, conn] : connections_) {
-      if (!conn->closed && conn->pending.empty() &&
+      // As in Redis, subscribers are exempt: waiting quietly for messages is what they do.
+      if (!conn->closed && conn->pending.empty() && !conn->client.Subscribed() &&
           now_ms_ - conn->client.last_interaction_ms > timeout * 1000) {
         idle.push_back(conn.get());
       }
