@@ -3,6 +3,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -51,12 +52,17 @@ ShardStats SumStats(const CombineInput& input) {
   constexpr size_t kFields = sizeof(ShardStats) / sizeof(uint64_t);
   static_assert(kFields * sizeof(uint64_t) == sizeof(ShardStats));
   auto* sum = reinterpret_cast<uint64_t*>(&total);
+  uint64_t max_lag = 0;
   for (PartResult* part : input.parts) {
     if (part == nullptr || part->resp.size() != sizeof(ShardStats)) continue;
     uint64_t values[kFields];
     std::memcpy(values, part->resp.data(), sizeof(values));
     for (size_t i = 0; i < kFields; ++i) sum[i] += values[i];
+    ShardStats shard;
+    std::memcpy(&shard, part->resp.data(), sizeof(shard));
+    max_lag = std::max(max_lag, shard.expiry_lag_ms);
   }
+  total.expiry_lag_ms = max_lag;
   return total;
 }
 
@@ -153,6 +159,7 @@ void CombineInfo(const CombineInput& input, proto::ReplyWriter& reply) {
     uint64_t rss = ResidentBytes();
     Line(&out, "used_memory", stats.used_bytes);
     Line(&out, "used_memory_human", HumanBytes(stats.used_bytes));
+    Line(&out, "used_memory_dataset", stats.dataset_bytes);
     Line(&out, "used_memory_rss", rss);
     Line(&out, "used_memory_rss_human", HumanBytes(rss));
     Line(&out, "maxmemory", facts.maxmemory);
@@ -175,6 +182,7 @@ void CombineInfo(const CombineInput& input, proto::ReplyWriter& reply) {
     Line(&out, "total_net_output_bytes", stats.net_output_bytes);
     Line(&out, "rejected_connections", stats.rejected_connections);
     Line(&out, "expired_keys", stats.expired_keys);
+    Line(&out, "expiry_lag_ms", stats.expiry_lag_ms);
     Line(&out, "evicted_keys", uint64_t{0});
     Line(&out, "keyspace_hits", stats.keyspace_hits);
     Line(&out, "keyspace_misses", stats.keyspace_misses);

@@ -29,6 +29,10 @@ TEST_F(ServerFamilyTest, InfoSumsShardsAndSelectsSections) {
   EXPECT_EQ(Run({"INFO", "KEYSPACE"}),
             resp::Bulk("# Keyspace\r\ndb0:keys=10,expires=2,avg_ttl=0\r\n"));
   EXPECT_EQ(Run({"INFO", "nosuchsection"}), resp::Bulk(""));
+  // Counters add up over shards; expiry lag is the worst shard's, not a sum.
+  services_.stats_.expiry_lag_ms = 40;
+  std::string stats = Run({"INFO", "stats"});
+  EXPECT_NE(stats.find("expiry_lag_ms:40\r\n"), std::string::npos) << stats;
   EXPECT_TRUE(RunResp3({"INFO", "keyspace"}).starts_with("="));
 }
 

@@ -35,6 +35,9 @@ struct ShardStats {
   uint64_t client_query_buffer_bytes = 0;
   uint64_t used_cpu_user_us = 0;
   uint64_t used_cpu_sys_us = 0;
+  uint64_t dataset_bytes = 0;  // keys and values as clients see them
+  // How late expiry runs (the store's ExpiryLagMs); the member's figure is the largest shard's.
+  uint64_t expiry_lag_ms = 0;
 };
 
 // CLIENT KILL filters (the new form; the old "ip:port" form maps to addr).

@@ -877,6 +877,8 @@ void Shard::CollectStats(commands::ShardStats* stats) {
   stats->keys_with_expiry = store_.KeysWithExpiry();
   stats->expired_keys = store_.expired_keys();
   stats->used_bytes = store_.UsedBytes();
+  stats->dataset_bytes = store_.LogicalBytes();
+  stats->expiry_lag_ms = static_cast<uint64_t>(std::max<int64_t>(0, store_.ExpiryLagMs()));
   uint64_t output = 0;
   uint64_t input = 0;
   for (const auto& [id, conn] : connections_) {
