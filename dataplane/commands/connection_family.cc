@@ -3,6 +3,7 @@
 #include <string>
 
 #include "dataplane/commands/command_table.h"
+#include "dataplane/commands/family_util.h"
 #include "dataplane/commands/shard_services.h"
 #include "dataplane/commands/string_util.h"
 
@@ -174,15 +175,13 @@ bool CheckSubcommand(CommandContext& ctx, std::string_view command,
     bool ok = entry.arity > 0 ? argc == static_cast<size_t>(entry.arity)
                               : argc >= static_cast<size_t>(-entry.arity);
     if (!ok) {
-      ctx.reply.Error("ERR wrong number of arguments for '" + std::string(command) + "|" + sub +
-                      "' command");
+      ReplyError(ctx, "ERR wrong number of arguments for '" + std::string(command) + "|" + sub +
+                          "' command");
       return false;
     }
     return true;
   }
-  std::string upper = AsciiUpper(command);
-  ctx.reply.Error("ERR unknown subcommand '" + std::string(ctx.args[1].substr(0, 128)) + "'. Try " +
-                  upper + " HELP.");
+  ReplyError(ctx, UnknownSubcommandError(ctx.args[1], command));
   return false;
 }
 
@@ -275,18 +274,14 @@ std::string ParseClientKill(std::span<const std::string_view> args, uint64_t cal
 }
 
 void Client(CommandContext& ctx) {
-  if (!CheckSubcommand(ctx, "client", kClientSubcommands)) {
-    if (ctx.part != nullptr) ctx.part->failed = true;
-    return;
-  }
+  if (!CheckSubcommand(ctx, "client", kClientSubcommands)) return;
   std::string sub = AsciiLower(ctx.args[1]);
   if (sub == "list") {  // a part on every shard
     std::vector<uint64_t> ids;
     bool matches_type = true;
     std::string error = ParseClientList(ctx.args, &ids, &matches_type);
     if (!error.empty()) {
-      ctx.part->failed = true;
-      return ctx.reply.Error(error);
+      return ReplyError(ctx, error);
     }
     if (matches_type) ctx.services->AppendClientList(&ctx.part->resp, ids);
     return;
@@ -296,8 +291,7 @@ void Client(CommandContext& ctx) {
     bool old_form = false;
     std::string error = ParseClientKill(ctx.args, ctx.caller_id, &filter, &old_form);
     if (!error.empty()) {
-      ctx.part->failed = true;
-      return ctx.reply.Error(error);
+      return ReplyError(ctx, error);
     }
     if (filter.has_id && filter.id == 0) return;
     ctx.part->integer = ctx.services->KillClients(filter);
@@ -358,17 +352,12 @@ void Client(CommandContext& ctx) {
       "    Assign the name <name> to the current connection.",
       "SETINFO <LIB-NAME|LIB-VER> <value>",
       "    Accepted for client libraries that announce themselves.",
-      "HELP",
-      "    Prints this help.",
   };
-  ctx.reply.ArrayHeader(std::size(kHelp));
-  for (std::string_view line : kHelp) ctx.reply.Simple(line);
+  ReplyHelp(ctx.reply, kHelp);
 }
 
 void CombineClient(const CombineInput& input, proto::ReplyWriter& reply) {
-  for (PartResult* part : input.parts) {
-    if (part != nullptr && part->failed) return reply.Raw(part->resp);
-  }
+  if (ReplyFirstFailure(input, reply)) return;
   if (EqualsIgnoreCase(input.args[1], "list")) {
     std::string all;
     for (PartResult* part : input.parts) {

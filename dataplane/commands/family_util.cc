@@ -1,5 +1,7 @@
 #include "dataplane/commands/family_util.h"
 
+#include "dataplane/commands/string_util.h"
+
 #include <random>
 
 namespace keep::commands {
@@ -72,6 +74,18 @@ core::Store::Ref FindString(CommandContext& ctx, std::string_view key, bool* wro
   *wrong_type = ref != nullptr && ctx.store.Type(ref) != core::ValueType::kString;
   if (*wrong_type) ReplyError(ctx, errors::kWrongType);
   return ref;
+}
+
+std::string UnknownSubcommandError(std::string_view subcommand, std::string_view command) {
+  return "ERR unknown subcommand '" + std::string(subcommand.substr(0, 128)) + "'. Try " +
+         AsciiUpper(command) + " HELP.";
+}
+
+void ReplyHelp(proto::ReplyWriter& reply, std::span<const std::string_view> lines) {
+  reply.ArrayHeader(lines.size() + 2);
+  for (std::string_view line : lines) reply.Simple(line);
+  reply.Simple("HELP");
+  reply.Simple("    Prints this help.");
 }
 
 }  // namespace keep::commands

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -39,6 +40,12 @@ void CombineKeyFragments(const CombineInput& input, proto::ReplyWriter& reply);
 // Finds `key` for a command that reads or changes a string value. A key of another type (a lock)
 // answers WRONGTYPE, as Redis does for every type mismatch, and sets *wrong_type.
 core::Store::Ref FindString(CommandContext& ctx, std::string_view key, bool* wrong_type);
+
+// "ERR unknown subcommand 'x'. Try CONFIG HELP.", as Redis words it for every container command.
+std::string UnknownSubcommandError(std::string_view subcommand, std::string_view command);
+
+// Redis's addReplyHelp: `lines`, then the closing "HELP" entry every help text shares.
+void ReplyHelp(proto::ReplyWriter& reply, std::span<const std::string_view> lines);
 
 // A fast per-thread pseudo-random number (RANDOMKEY); not for anything security related.
 uint64_t RandomU64();

@@ -134,8 +134,7 @@ void PubSub(CommandContext& ctx) {
   }
   size_t argc = ctx.args.size();
   if (found == nullptr) {
-    return ReplyError(ctx, "ERR unknown subcommand '" + std::string(ctx.args[1].substr(0, 128)) +
-                               "'. Try PUBSUB HELP.");
+    return ReplyError(ctx, UnknownSubcommandError(ctx.args[1], "pubsub"));
   }
   bool arity_ok = found->arity > 0 ? argc == static_cast<size_t>(found->arity)
                                    : argc >= static_cast<size_t>(-found->arity);
@@ -213,11 +212,8 @@ void CombinePubSub(const CombineInput& input, proto::ReplyWriter& reply) {
       "    Return the currently active shard level channels matching a <pattern> (default: '*').",
       "SHARDNUMSUB [<shardchannel> ...]",
       "    Return the number of subscribers for the specified shard level channel(s)",
-      "HELP",
-      "    Prints this help.",
   };
-  reply.ArrayHeader(std::size(kHelp));
-  for (std::string_view line : kHelp) reply.Simple(line);
+  ReplyHelp(reply, kHelp);
 }
 
 constexpr uint32_t kSubscribeFlags = kPubSub | kNoScript | kLoading | kStale;

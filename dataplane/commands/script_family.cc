@@ -99,8 +99,6 @@ constexpr std::string_view kScriptHelp[] = {
     "    Kill the currently executing Lua script.",
     "LOAD <script>",
     "    Load a script into the scripts cache without executing it.",
-    "HELP",
-    "    Prints this help.",
 };
 
 bool FlushOptionOk(std::span<const std::string_view> args) {
@@ -178,12 +176,9 @@ void Script(CommandContext& ctx) {
     // runaway scripts are stopped by lua-time-limit instead.
     ReplyError(ctx, "NOTBUSY No scripts in execution right now.");
   } else if (EqualsIgnoreCase(sub, "help") && argc == 2) {
-    ctx.reply.ArrayHeader(std::size(kScriptHelp));
-    for (std::string_view line : kScriptHelp) ctx.reply.Simple(line);
+    ReplyHelp(ctx.reply, kScriptHelp);
   } else {
-    std::string error = "ERR unknown subcommand '";
-    error.append(sub.substr(0, 128)).append("'. Try SCRIPT HELP.");
-    ReplyError(ctx, error);
+    ReplyError(ctx, UnknownSubcommandError(sub, "script"));
   }
 }
 

@@ -12,6 +12,7 @@
 
 #include "dataplane/commands/command_syntax.h"
 #include "dataplane/commands/command_table.h"
+#include "dataplane/commands/family_util.h"
 #include "dataplane/commands/glob_util.h"
 #include "dataplane/commands/shard_services.h"
 #include "dataplane/commands/string_util.h"
@@ -22,20 +23,12 @@ namespace keep::commands {
 namespace {
 
 void UnknownSubcommand(CommandContext& ctx, std::string_view command) {
-  std::string upper(command);
-  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  ctx.reply.Error("ERR unknown subcommand '" + std::string(ctx.args[1].substr(0, 128)) + "'. Try " +
-                  upper + " HELP.");
+  ctx.reply.Error(UnknownSubcommandError(ctx.args[1], command));
 }
 
 void SubcommandArity(CommandContext& ctx, std::string_view command) {
   ctx.reply.Error("ERR wrong number of arguments for '" + std::string(command) + "|" +
                   AsciiLower(ctx.args[1]) + "' command");
-}
-
-void ReplyHelp(CommandContext& ctx, std::span<const std::string_view> lines) {
-  ctx.reply.ArrayHeader(lines.size());
-  for (std::string_view line : lines) ctx.reply.Simple(line);
 }
 
 // --- INFO ---
@@ -265,10 +258,8 @@ void Config(CommandContext& ctx) {
         "    Set the configuration <directive> to <value>.",
         "RESETSTAT",
         "    Reset statistics reported by the INFO command.",
-        "HELP",
-        "    Prints this help.",
     };
-    return ReplyHelp(ctx, kHelp);
+    return ReplyHelp(ctx.reply, kHelp);
   }
   UnknownSubcommand(ctx, "config");
 }
@@ -403,10 +394,8 @@ void Command(CommandContext& ctx) {
         "    Return details about multiple commands.",
         "DOCS [<command-name> ...]",
         "    Return documentation details about multiple commands.",
-        "HELP",
-        "    Prints this help.",
     };
-    return ReplyHelp(ctx, kHelp);
+    return ReplyHelp(ctx.reply, kHelp);
   }
   UnknownSubcommand(ctx, "command");
 }
@@ -451,21 +440,18 @@ constexpr std::string_view kDebugDisabled =
 void DebugPopulate(CommandContext& ctx) {
   size_t argc = ctx.args.size();
   if (argc < 3 || argc > 5) {
-    ctx.part->failed = true;
-    return ctx.reply.Error(
-        "ERR Unknown subcommand or wrong number of arguments for 'populate'. "
-        "Try DEBUG HELP.");
+    return ReplyError(ctx,
+                      "ERR Unknown subcommand or wrong number of arguments for 'populate'. "
+                      "Try DEBUG HELP.");
   }
   int64_t count = 0;
   if (!ParseInt64(ctx.args[2], &count) || count < 0) {
-    ctx.part->failed = true;
-    return ctx.reply.Error(errors::kNotInteger);
+    return ReplyError(ctx, errors::kNotInteger);
   }
   std::string_view prefix = argc >= 4 ? ctx.args[3] : "key";
   int64_t size = 0;
   if (argc == 5 && (!ParseInt64(ctx.args[4], &size) || size < 0)) {
-    ctx.part->failed = true;
-    return ctx.reply.Error(errors::kNotInteger);
+    return ReplyError(ctx, errors::kNotInteger);
   }
   std::string key(prefix);
   key.push_back(':');
@@ -487,8 +473,7 @@ void DebugPopulate(CommandContext& ctx) {
 
 void Debug(CommandContext& ctx) {
   if (!ctx.limits.enable_debug_command) {
-    if (ctx.part != nullptr) ctx.part->failed = true;
-    return ctx.reply.Error(kDebugDisabled);
+    return ReplyError(ctx, kDebugDisabled);
   }
   std::string sub = AsciiLower(ctx.args[1]);
   if (sub == "populate") return DebugPopulate(ctx);
@@ -511,19 +496,14 @@ void Debug(CommandContext& ctx) {
         "    current node can be created in cluster mode.",
         "SLEEP <seconds>",
         "    Stop the server for <seconds>. Decimals allowed.",
-        "HELP",
-        "    Prints this help.",
     };
-    return ReplyHelp(ctx, kHelp);
+    return ReplyHelp(ctx.reply, kHelp);
   }
-  ctx.reply.Error("ERR unknown subcommand '" + std::string(ctx.args[1].substr(0, 128)) +
-                  "'. Try DEBUG HELP.");
+  UnknownSubcommand(ctx, "debug");
 }
 
 void CombineDebug(const CombineInput& input, proto::ReplyWriter& reply) {
-  for (PartResult* part : input.parts) {
-    if (part != nullptr && part->failed) return reply.Raw(part->resp);
-  }
+  if (ReplyFirstFailure(input, reply)) return;
   reply.Ok();
 }
 
