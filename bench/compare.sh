@@ -14,7 +14,8 @@
 # CONNECTIONS (50), KEYS (10000), VALUE_SIZE (128), RATE (open-loop req/s, 20000),
 # BENCH_THREADS (1), WORKLOADS (space-separated subset of the names below), SERVERS (subset of
 # redis keep keep2 floor floor2 peer), BIN (build/bin), KEEP_SERVER, KEEP_BENCH, KEEP_FLOOR,
-# REDIS_SERVER (/usr/bin/redis-server), PEER_SERVER.
+# REDIS_SERVER (/usr/bin/redis-server), PEER_SERVER, PEER_ARGS (extra arguments for it),
+# PEER_LABEL (its name in the table).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -24,6 +25,7 @@ KEEP_BENCH=${KEEP_BENCH:-$BIN/keep-bench}
 KEEP_FLOOR=${KEEP_FLOOR:-$BIN/keep-floor}
 REDIS_SERVER=${REDIS_SERVER:-/usr/bin/redis-server}
 PEER_SERVER=${PEER_SERVER:-}
+PEER_ARGS=${PEER_ARGS:-}
 DURATION=${DURATION:-3}
 WARMUP=${WARMUP:-0.5}
 ROUNDS=${ROUNDS:-2}
@@ -157,7 +159,8 @@ for s in $SERVERS; do
     floor2) start_server floor2 "floor 2 threads" "$KEEP_FLOOR" --bind "$HOST" --port @PORT@ --threads 2 ;;
     peer)
       [[ -n $PEER_SERVER && -x $PEER_SERVER ]] || die "PEER_SERVER='$PEER_SERVER' is not executable"
-      start_server peer "$(basename "$PEER_SERVER")" "$PEER_SERVER" --port @PORT@ ;;
+      # shellcheck disable=SC2086 # PEER_ARGS is a list of words
+      start_server peer "${PEER_LABEL:-$(basename "$PEER_SERVER")}" "$PEER_SERVER" $PEER_ARGS --port @PORT@ ;;
     *) die "unknown server '$s' in SERVERS" ;;
   esac
 done

@@ -163,6 +163,8 @@ struct CommandSpec {
   // The arguments as Redis documents them ("key value [NX | XX] ..."), for COMMAND DOCS; see
   // command_syntax.h. Empty for containers and commands without arguments.
   std::string_view syntax = "";
+  // Dense index assigned by the CommandTable that holds this spec (per-command metrics).
+  uint16_t id = 0;
 };
 
 // Redis's exact error texts, shared by every family.

@@ -14,18 +14,22 @@ std::string WrongArity(std::string_view command_name) {
 
 void CommandTable::Add(std::span<const CommandSpec> specs) {
   for (const CommandSpec& spec : specs) {
-    by_name_.emplace(std::string(spec.name), &spec);
-    all_.push_back(&spec);
+    auto copy = std::make_unique<CommandSpec>(spec);
+    copy->id = static_cast<uint16_t>(owned_.size());
+    by_name_.emplace(std::string(spec.name), copy.get());
+    all_.push_back(copy.get());
+    owned_.push_back(std::move(copy));
   }
 }
 
 const CommandSpec* CommandTable::Find(std::string_view name) const {
-  char lower[32];
+  char lower[32] = {};
   if (name.size() >= sizeof(lower)) return nullptr;
   for (size_t i = 0; i < name.size(); ++i) {
-    lower[i] = static_cast<char>(std::tolower(static_cast<unsigned char>(name[i])));
+    char c = name[i];
+    lower[i] = c >= 'A' && c <= 'Z' ? static_cast<char>(c + ('a' - 'A')) : c;
   }
-  auto it = by_name_.find(std::string(lower, name.size()));
+  auto it = by_name_.find(std::string_view(lower, name.size()));
   return it == by_name_.end() ? nullptr : it->second;
 }
 

@@ -1,7 +1,9 @@
 // The table of every command this server knows, looked up case-insensitively by name.
 #pragma once
 
+#include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -15,13 +17,20 @@ class CommandTable {
   // The table with every command family registered.
   static const CommandTable& Default();
 
+  // Holds copies of `specs`, each given the next id (its index in all()).
   void Add(std::span<const CommandSpec> specs);
   // nullptr when unknown. `name` may be in any case.
   const CommandSpec* Find(std::string_view name) const;
   const std::vector<const CommandSpec*>& all() const { return all_; }
 
  private:
-  std::unordered_map<std::string, const CommandSpec*> by_name_;
+  // Looked up with a lower-cased string_view: no std::string is built per request.
+  struct NameHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view name) const { return std::hash<std::string_view>()(name); }
+  };
+  std::unordered_map<std::string, const CommandSpec*, NameHash, std::equal_to<>> by_name_;
+  std::vector<std::unique_ptr<CommandSpec>> owned_;
   std::vector<const CommandSpec*> all_;
 };
 

@@ -18,6 +18,7 @@
 #include "dataplane/commands/glob_util.h"
 #include "dataplane/proto/reply_writer.h"
 #include "dataplane/shard/shard_group.h"
+#include "telemetry/cycle_clock.h"
 
 namespace keep::shard {
 
@@ -111,6 +112,7 @@ Shard::Shard(ShardGroup* group, ShardOptions options)
     : group_(group),
       options_(std::move(options)),
       table_(commands::CommandTable::Default()),
+      metrics_(group->metrics().shard(options_.index)),
       scratch_(std::make_unique_for_overwrite<char[]>(kReadSize)),
       random_state_(0x9e3779b97f4a7c15ull * (options_.index + 1) ^ core::MonotonicNanos()) {
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
@@ -330,6 +332,7 @@ void Shard::OnReadable(Connection* conn) {
 }
 
 void Shard::ProcessInput(Connection* conn, std::string_view data, bool from_scratch) {
+  StartBatchClock();
   size_t offset = 0;
   std::vector<std::string_view>& args = args_;
   while (offset < data.size() && !conn->closed && !conn->close_after_flush && !InputPaused(conn)) {
@@ -411,7 +414,7 @@ void Shard::Dispatch(Connection* conn, std::span<const std::string_view> args) {
                                    .shard_count = options_.count,
                                    .caller_id = conn->client.id,
                                    .slots = &slot_table_};
-      spec->handler(ctx);
+      Execute(spec, ctx);
       if (conn->client.close_after_reply) conn->close_after_flush = true;
       return;
     }
@@ -429,7 +432,7 @@ void Shard::Dispatch(Connection* conn, std::span<const std::string_view> args) {
                                      .caller_id = conn->client.id,
                                      .slot = plan_.slot,
                                      .slots = &slot_table_};
-        spec->handler(ctx);
+        Execute(spec, ctx);
         return;
       }
       break;
@@ -457,6 +460,23 @@ void Shard::Dispatch(Connection* conn, std::span<const std::string_view> args) {
   outbound_[plan_.shard].push_back(envelope);
 }
 
+void Shard::Execute(const commands::CommandSpec* spec, commands::CommandContext& ctx) {
+#if KEEP_METRICS
+  // One clock read per command: a command's time runs from the end of the one before it in the
+  // same batch (or the batch's start), so it includes parsing it. The clock costs 10-30 ns here,
+  // a visible share of a pipelined GET, and this halves it.
+  const std::string* out = ctx.reply.buffer();
+  size_t before = out->size();
+  spec->handler(ctx);
+  uint64_t now = telemetry::CycleClock::Now();
+  bool error = out->size() > before && ((*out)[before] == '-' || (*out)[before] == '!');
+  metrics_.RecordCommand(spec->id, now - batch_tick_, error);
+  batch_tick_ = now;
+#else
+  spec->handler(ctx);
+#endif
+}
+
 void Shard::RunPart(const commands::CommandSpec* spec, std::span<const std::string_view> args,
                     int resp_version, commands::PartResult* result, bool as_part,
                     uint64_t caller_id, uint64_t cursor_position, uint32_t slot) {
@@ -475,7 +495,7 @@ void Shard::RunPart(const commands::CommandSpec* spec, std::span<const std::stri
                                .caller_id = caller_id,
                                .slot = slot,
                                .slots = &slot_table_};
-  spec->handler(ctx);
+  Execute(spec, ctx);
 }
 
 void Shard::StartGather(Connection* conn, std::span<const std::string_view> args) {
@@ -636,6 +656,7 @@ void Shard::OnEnvelope(Envelope* envelope) {
 }
 
 void Shard::DrainInbound() {
+  StartBatchClock();
   for (int from = 0; from < options_.count; ++from) {
     if (from == options_.index) continue;
     SpscRing<Envelope>& ring = group_->ring(from, options_.index);
@@ -784,6 +805,7 @@ void Shard::Close(Connection* conn, const char* reason) {
 }
 
 void Shard::Timers() {
+  PublishMetrics();
   if (store_.KeysWithExpiry() > 0) store_.ExpireSome(kExpireBudgetPerTick);
   int64_t timeout = group_->timeout_seconds();
   if (timeout > 0) {
@@ -797,6 +819,29 @@ void Shard::Timers() {
     }
     for (Connection* conn : idle) Close(conn, nullptr);
   }
+}
+
+void Shard::PublishMetrics() {
+  using telemetry::ShardValue;
+  commands::ShardStats stats;
+  CollectStats(&stats);
+  metrics_.Publish(ShardValue::kKeys, stats.keys);
+  metrics_.Publish(ShardValue::kKeysWithExpiry, stats.keys_with_expiry);
+  metrics_.Publish(ShardValue::kUsedBytes, stats.used_bytes);
+  metrics_.Publish(ShardValue::kDatasetBytes, stats.dataset_bytes);
+  metrics_.Publish(ShardValue::kExpiryLagMs, stats.expiry_lag_ms);
+  metrics_.Publish(ShardValue::kExpiredKeys, stats.expired_keys);
+  metrics_.Publish(ShardValue::kConnectedClients, stats.connected_clients);
+  metrics_.Publish(ShardValue::kConnectionsReceived, stats.total_connections_received);
+  metrics_.Publish(ShardValue::kRejectedConnections, stats.rejected_connections);
+  metrics_.Publish(ShardValue::kCommandsProcessed, stats.total_commands_processed);
+  metrics_.Publish(ShardValue::kNetInputBytes, stats.net_input_bytes);
+  metrics_.Publish(ShardValue::kNetOutputBytes, stats.net_output_bytes);
+  metrics_.Publish(ShardValue::kCrossShardRequests, stats.cross_shard_requests);
+  metrics_.Publish(ShardValue::kKeyspaceHits, stats.keyspace_hits);
+  metrics_.Publish(ShardValue::kKeyspaceMisses, stats.keyspace_misses);
+  metrics_.Publish(ShardValue::kClientOutputBufferBytes, stats.client_output_buffer_bytes);
+  metrics_.Publish(ShardValue::kClientQueryBufferBytes, stats.client_query_buffer_bytes);
 }
 
 void Shard::BeginStop() {

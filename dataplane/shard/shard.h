@@ -23,6 +23,8 @@
 #include "dataplane/core/store.h"
 #include "dataplane/shard/connection.h"
 #include "dataplane/shard/spsc_ring.h"
+#include "telemetry/cycle_clock.h"
+#include "telemetry/shard_metrics.h"
 
 namespace keep::shard {
 
@@ -143,6 +145,15 @@ class Shard final : public commands::ShardServices {
   void Close(Connection* conn, const char* reason);
   void MaybeFree(Connection* conn);
   void Timers();
+  // Runs a command's handler, counting it and its latency in this shard's metrics.
+  void Execute(const commands::CommandSpec* spec, commands::CommandContext& ctx);
+  // Copies this shard's figures into its metrics for the scrape (from the timer).
+  void PublishMetrics();
+  void StartBatchClock() {
+#if KEEP_METRICS
+    batch_tick_ = telemetry::CycleClock::Now();
+#endif
+  }
   void BeginStop();
   bool Drained() const;
 
@@ -157,6 +168,8 @@ class Shard final : public commands::ShardServices {
   ShardOptions options_;
   const commands::CommandTable& table_;
   core::Store store_;
+  telemetry::ShardMetrics& metrics_;
+  uint64_t batch_tick_ = 0;  // CycleClock: when the command being executed began (see Execute)
   core::SlotTable slot_table_;
   core::Clock clock_;
   int64_t now_ms_ = 0;

@@ -1,14 +1,28 @@
 #include "dataplane/shard/shard_group.h"
 
 #include <charconv>
+#include "dataplane/commands/command_table.h"
 #include "dataplane/commands/glob_util.h"
 
 namespace keep::shard {
 
+namespace {
+
+std::vector<std::string> CommandNames() {
+  std::vector<std::string> names;
+  for (const commands::CommandSpec* spec : commands::CommandTable::Default().all()) {
+    names.emplace_back(spec->name);
+  }
+  return names;
+}
+
+}  // namespace
+
 ShardGroup::ShardGroup(std::vector<ShardOptions> shard_options, core::SlotFunction slot_function,
                        commands::ServerFacts facts, std::map<std::string, std::string> config_view,
                        int64_t maxclients)
-    : slot_function_(slot_function),
+    : metrics_(CommandNames(), {"default"}, static_cast<int>(shard_options.size())),
+      slot_function_(slot_function),
       facts_(std::move(facts)),
       maxclients_(maxclients),
       config_view_(std::move(config_view)) {

@@ -15,6 +15,7 @@
 #include "dataplane/core/slot.h"
 #include "dataplane/shard/shard.h"
 #include "dataplane/shard/spsc_ring.h"
+#include "telemetry/metrics_hub.h"
 
 namespace keep::shard {
 
@@ -38,6 +39,8 @@ class ShardGroup {
   SpscRing<Envelope>& ring(int from, int to) { return *rings_[from * count() + to]; }
   const core::SlotFunction& slot_function() const { return slot_function_; }
   const commands::ServerFacts& facts() const { return facts_; }
+  // The process's metrics: each shard writes its own cells; the admin endpoint renders them.
+  telemetry::MetricsHub& metrics() { return metrics_; }
 
   // Admission of a new connection; false when maxclients is reached.
   bool AdmitClient();
@@ -58,6 +61,7 @@ class ShardGroup {
   int64_t timeout_seconds() const { return timeout_seconds_.load(std::memory_order_relaxed); }
 
  private:
+  telemetry::MetricsHub metrics_;
   std::vector<std::unique_ptr<Shard>> shards_;
   std::vector<std::unique_ptr<SpscRing<Envelope>>> rings_;
   core::SlotFunction slot_function_;
