@@ -12,7 +12,7 @@ TEST(MetricsHub, RendersShardControlAndProcessMetricsWithHelp) {
   hub.shard(0).RecordCommand(0, 100, false);
   hub.shard(0).Publish(ShardValue::kConnectedClients, 3);
   auto& heartbeats = prometheus::BuildCounter()
-                         .Name("keep_heartbeats_sent_total")
+                         .Name("keep_cluster_heartbeats_sent_total")
                          .Help("Heartbeats sent to other members.")
                          .Register(hub.registry());
   heartbeats.Add({}).Increment(5);
@@ -23,7 +23,7 @@ TEST(MetricsHub, RendersShardControlAndProcessMetricsWithHelp) {
   EXPECT_NE(text.find("keep_commands_total{command=\"get\"} 1"), std::string::npos);
   EXPECT_NE(text.find("keep_command_duration_seconds_bucket{command=\"get\",le=\"+Inf\"} 1"),
             std::string::npos);
-  EXPECT_NE(text.find("keep_heartbeats_sent_total 5"), std::string::npos);
+  EXPECT_NE(text.find("keep_cluster_heartbeats_sent_total 5"), std::string::npos);
   EXPECT_NE(text.find("process_resident_memory_bytes "), std::string::npos);
   EXPECT_NE(text.find("process_open_fds "), std::string::npos);
 }

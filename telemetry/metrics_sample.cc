@@ -19,7 +19,7 @@ int main() {
     shard.key_class(1).keys.Set(7);
   }
   auto& up = prometheus::BuildGauge()
-                 .Name("keep_member_up")
+                 .Name("keep_cluster_member_up")
                  .Help("Whether this member hears the member (1) or considers it dead (0).")
                  .Register(hub.registry());
   up.Add({{"member", "keep-1"}}).Set(1);
