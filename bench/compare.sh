@@ -47,6 +47,10 @@ WORKLOAD_TABLE=(
   "incr|--workload incr|0|0"
   "ratelimit_native|--workload ratelimit --ratelimit-form native|0|0"
   "ratelimit_lua|--workload ratelimit --ratelimit-form lua|0|0"
+  "ratelimit_gcra|--workload ratelimit --ratelimit-form gcra|0|0"
+  "ratelimit_native_p16|--workload ratelimit --ratelimit-form native --pipeline 16|0|0"
+  "ratelimit_gcra_p16|--workload ratelimit --ratelimit-form gcra --pipeline 16|0|0"
+  "ratelimit_lua_p16|--workload ratelimit --ratelimit-form lua --pipeline 16|0|0"
   "lock_native|--workload lock --lock-release native|0|0"
   "lock_lua|--workload lock --lock-release lua|0|0"
   "coord_native|--workload coord --lock-release native|1|0"
@@ -323,14 +327,18 @@ for entry in "${WORKLOAD_TABLE[@]}"; do
 done
 # Keep's native commands against the Redis recipe each replaces (the Lua script by EVALSHA on
 # redis-server): the figure the coordination commands exist for.
-for pair in "ratelimit_native|ratelimit_lua" "lock_native|lock_lua" "coord_native|coord_lua"; do
+for pair in "ratelimit_native|ratelimit_lua" "ratelimit_gcra|ratelimit_lua" \
+  "ratelimit_native_p16|ratelimit_lua_p16" "ratelimit_gcra_p16|ratelimit_lua_p16" \
+  "lock_native|lock_lua" "coord_native|coord_lua"; do
   IFS='|' read -r native recipe <<<"$pair"
   selected "$native" && selected "$recipe" && has redis || continue
   r=$(value "$recipe" redis cpu_us_per_req)
   for name in keep keep2; do
     has "$name" || continue
     k=$(value "$native" "$name" cpu_us_per_req)
-    echo "RATIO ${native%_native}_native_vs_lua cpu_us_per_req $name=$k redis=$r $name/redis=$(ratio "$k" "$r")"
+    label=${native/_native/}_native_vs_lua
+    [[ $native == *gcra* ]] && label=${native/_gcra/}_gcra_vs_lua
+    echo "RATIO $label cpu_us_per_req $name=$k redis=$r $name/redis=$(ratio "$k" "$r")"
   done
 done
 echo "compare.sh: done in ${elapsed}s"

@@ -148,10 +148,12 @@ const std::map<std::string, Flag, std::less<>>& Flags() {
         [](Options& o, std::string_view v) -> std::string {
           if (v == "native")
             o.ratelimit_form = RateLimitForm::kNative;
+          else if (v == "gcra")
+            o.ratelimit_form = RateLimitForm::kGcra;
           else if (v == "lua")
             o.ratelimit_form = RateLimitForm::kLua;
           else
-            return Bad("ratelimit-form", v, "native or lua");
+            return Bad("ratelimit-form", v, "native, gcra or lua");
           return "";
         }}},
       {"ratelimit-limit",
@@ -298,7 +300,8 @@ Keys and values
   --seed N                 random seed (default 1)
 Workload settings
   --ratio R:W              mixed: reads to writes (default 9:1)
-  --ratelimit-form native|lua     RATE.FIXED, or the fixed-window Lua recipe by EVALSHA
+  --ratelimit-form native|gcra|lua   RATE.FIXED, CL.THROTTLE (GCRA, burst = limit per window),
+                                  or the fixed-window Lua recipe by EVALSHA
   --ratelimit-limit N, --ratelimit-window-ms MS   (default 100 per 1000 ms)
   --lock-release native|lua       DELIFEQ, or a release-if-owner script by EVALSHA
   --lock-ttl-ms MS         lock lease (default 10000)
@@ -338,7 +341,15 @@ const char* DistributionName(Distribution d) {
   return d == Distribution::kUniform ? "uniform" : "zipf";
 }
 const char* RateLimitFormName(RateLimitForm f) {
-  return f == RateLimitForm::kNative ? "native" : "lua";
+  switch (f) {
+    case RateLimitForm::kNative:
+      return "native";
+    case RateLimitForm::kGcra:
+      return "gcra";
+    case RateLimitForm::kLua:
+      return "lua";
+  }
+  return "?";
 }
 const char* LockReleaseName(LockRelease r) { return r == LockRelease::kNative ? "native" : "lua"; }
 

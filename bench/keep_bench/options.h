@@ -10,7 +10,7 @@ namespace keep::bench {
 enum class Protocol { kResp, kBinary };
 enum class WorkloadKind { kPing, kGet, kSet, kMixed, kIncr, kRateLimit, kLock, kCoord };
 enum class Distribution { kUniform, kZipf };
-enum class RateLimitForm { kNative, kLua };
+enum class RateLimitForm { kNative, kGcra, kLua };
 enum class LockRelease { kNative, kLua };
 
 struct Options {

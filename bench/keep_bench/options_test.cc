@@ -94,7 +94,7 @@ TEST(OptionsTest, BadInputGivesClearErrors) {
       {{"--bogus"}, "unknown flag --bogus"},
       {{"get"}, "unexpected argument 'get'"},
       {{"--json=yes"}, "--json takes no value"},
-      {{"--ratelimit-form", "gcra"}, "--ratelimit-form: 'gcra' is not native or lua"},
+      {{"--ratelimit-form", "cell"}, "--ratelimit-form: 'cell' is not native, gcra or lua"},
       {{"--lock-release", "x"}, "--lock-release: 'x' is not native or lua"},
       {{"--host", ""}, "--host: needs a host"},
   };

@@ -195,6 +195,12 @@ RequestSource Workload::MakeSource(int connection_index) const {
         add({"RATE.FIXED", rl, std::to_string(options_.ratelimit_limit),
              std::to_string(options_.ratelimit_window_ms)},
             1, 1);
+      } else if (options_.ratelimit_form == RateLimitForm::kGcra) {
+        // redis-cell's arguments: burst and rate per period in whole seconds.
+        std::string limit = std::to_string(options_.ratelimit_limit);
+        add({"CL.THROTTLE", rl, limit, limit,
+             std::to_string(std::max<uint64_t>(1, options_.ratelimit_window_ms / 1000))},
+            1, 1);
       } else {
         add({"EVALSHA", ratelimit_sha_, "1", rl, std::to_string(options_.ratelimit_window_ms)}, 3,
             1);
