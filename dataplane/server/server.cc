@@ -123,6 +123,9 @@ int RunServer(const std::vector<std::string>& argv, const std::vector<std::strin
   facts.config_file = config.config_file;
   facts.tcp_port = listeners.client_port;
   facts.shard_count = shards;
+  if (config.shard_port_base > 0) {
+    for (int i = 0; i < shards; ++i) facts.shard_ports.push_back(config.shard_port_base + i);
+  }
   facts.start_ms = core::WallMillis();
   facts.pid = getpid();
 
