@@ -209,10 +209,9 @@ class LoadThread {
           bool created = r.ok() && r.status == Status::kOk && kc::BodyInt(r) == 1;
           if (created && !stopped_) {
             Count(c, now, measured, r);
-            socket.AsyncExpire(key, Workload::kCounterWindowMs, 0,
-                               [this, &c, now, measured](Result e) {
-                                 OnReply(c, now, measured, true, e);
-                               });
+            socket.AsyncExpire(
+                key, Workload::kCounterWindowMs, 0,
+                [this, &c, now, measured](Result e) { OnReply(c, now, measured, true, e); });
             return;
           }
           OnReply(c, now, measured, false, r);
