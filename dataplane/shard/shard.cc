@@ -819,6 +819,7 @@ void Shard::Timers() {
     for (auto& [id, conn] : connections_) {
       // As in Redis, subscribers are exempt: waiting quietly for messages is what they do.
       if (!conn->closed && conn->pending.empty() && !conn->client.Subscribed() &&
+          (conn->binary == nullptr || conn->binary->subscriptions.empty()) &&
           now_ms_ - conn->client.last_interaction_ms > timeout * 1000) {
         idle.push_back(conn.get());
       }
