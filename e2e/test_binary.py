@@ -95,6 +95,7 @@ class BinConn:
         self.sock.settimeout(10)
         self.sock.connect((host, port))
         self.buf = b""
+        self.pos = 0
         self.nonce = b""
         self.auth_required = False
         if send_preface:
@@ -115,12 +116,15 @@ class BinConn:
         """The next frame, or None on EOF; raises TimeoutError after `timeout`."""
         deadline = time.monotonic() + timeout
         while True:
-            if len(self.buf) >= 12:
-                (length,) = struct.unpack_from("<I", self.buf)
-                if len(self.buf) >= 4 + length:
-                    rid, status, flags, _ = struct.unpack_from("<IBBH", self.buf, 4)
-                    body = self.buf[12:4 + length]
-                    self.buf = self.buf[4 + length:]
+            # `pos` walks the buffer so a large read is not copied once per frame.
+            if len(self.buf) - self.pos >= 12:
+                (length,) = struct.unpack_from("<I", self.buf, self.pos)
+                if len(self.buf) - self.pos >= 4 + length:
+                    rid, status, flags, _ = struct.unpack_from("<IBBH", self.buf, self.pos + 4)
+                    body = bytes(self.buf[self.pos + 12:self.pos + 4 + length])
+                    self.pos += 4 + length
+                    if self.pos == len(self.buf):
+                        self.buf, self.pos = b"", 0
                     return Reply(rid, status, flags, body)
             left = deadline - time.monotonic()
             if left <= 0:
@@ -131,7 +135,8 @@ class BinConn:
             chunk = self.sock.recv(1 << 20)
             if not chunk:
                 return None
-            self.buf += chunk
+            self.buf = self.buf[self.pos:] + chunk
+            self.pos = 0
 
     def call(self, data: bytes, timeout: float = 5.0) -> Reply:
         (rid,) = struct.unpack_from("<I", data, 4)
