@@ -525,6 +525,26 @@ def test_too_large_and_oversize_values(bconn, fresh, keep_server):
     _healthy(keep_server, fresh)
 
 
+def test_value_over_proto_max_bulk_len_is_too_large(server_factory):
+    """The RESP limit on an argument holds over the binary protocol too, and the frame limit
+    shrinks to 1 MiB + proto-max-bulk-len when that is below 16 MiB."""
+    server = server_factory("keep-small-bulk", proto_max_bulk_len="1mb")
+    c = BinConn(server.port)
+    try:
+        r = c.call(frame(1, HELLO, body=hello_body()))
+        assert struct.unpack_from("<I", r.body, 4)[0] == (1 << 20) + (1 << 20)
+        value = b"v" * ((1 << 20) + 1)
+        r = c.call(frame(2, SET, b"big", u64(0) + value), timeout=20)
+        assert (r.status, r.body) == (TOO_LARGE, b"TOO_LARGE argument of 1048577 bytes exceeds "
+                                                 b"proto-max-bulk-len 1048576")
+        r = c.call(frame(3, COMMAND, body=command_body(b"SET", b"big", value)), timeout=20)
+        assert r.status == TOO_LARGE
+        assert c.call(frame(4, GET, b"big")).status == NIL
+        assert c.call(frame(5, SET, b"big", u64(0) + value[:1000])).status == OK
+    finally:
+        c.close()
+
+
 # ---- Bad input -------------------------------------------------------------------------------
 
 

@@ -306,6 +306,18 @@ void Shard::BinaryHello(Connection* conn, const bin::RequestView& request) {
 void Shard::BinaryDispatch(Connection* conn, const bin::RequestView& request,
                            std::span<const std::string_view> args, std::string_view key) {
   BinaryState& state = *conn->binary;
+  // RESP refuses an argument over proto-max-bulk-len while parsing; binary frames carry their
+  // arguments unparsed, so the same limit is applied here.
+  const auto max_arg = static_cast<size_t>(options_.command_limits.proto_max_bulk_len);
+  for (std::string_view arg : args) {
+    if (arg.size() > max_arg) {
+      bin::EncodeErrorText(&conn->out, request.id, bin::Status::kTooLarge,
+                           "TOO_LARGE argument of " + std::to_string(arg.size()) +
+                               " bytes exceeds proto-max-bulk-len " + std::to_string(max_arg));
+      MarkWrite(conn);
+      return;
+    }
+  }
   // BUSY instead of an unbounded queue: only requests that would leave this shard can be refused,
   // so local requests always run.
   if (!key.empty() && options_.count > 1) {
