@@ -196,8 +196,7 @@ TEST(BinarySession, TypedOpsOnBothShards) {
     std::string set;
     bin::EncodeSet(&set, 10, key, key + "-v");
     EXPECT_EQ(c.Call(set).first, bin::Status::kOk);
-    EXPECT_EQ(c.Call(Req(bin::EncodeGet, 11, key)),
-              std::make_pair(bin::Status::kOk, key + "-v"));
+    EXPECT_EQ(c.Call(Req(bin::EncodeGet, 11, key)), std::make_pair(bin::Status::kOk, key + "-v"));
     std::string nx;
     bin::EncodeSet(&nx, 12, key, "other", 0, bin::kSetNx);
     EXPECT_EQ(c.Call(nx).first, bin::Status::kNil);
@@ -280,7 +279,8 @@ TEST(BinarySession, BadFramesAnsweredConnectionSurvives) {
   // Malformed body.
   std::string bad;
   bin::EncodeRequest(&bad, 6, bin::Op::kIncr, 0, "k", "short");
-  EXPECT_EQ(c.Call(bad), std::make_pair(bin::Status::kError, std::string("ERR malformed INCR body")));
+  EXPECT_EQ(c.Call(bad),
+            std::make_pair(bin::Status::kError, std::string("ERR malformed INCR body")));
   // Over the frame limit (max_value_size 1024 here): TOO_LARGE, bytes skipped.
   std::string big;
   bin::EncodeSet(&big, 7, "k", std::string((1 << 20) + 4096, 'x'));
