@@ -10,6 +10,9 @@
 #   RATIO <workload> <metric> keep=<v> redis=<v> keep/redis=<x>
 # Method and how to read it: bench/README.md.
 #
+# With redis and keep2 among the servers, a last section compares GET over the binary protocol
+# (libkeep, batching on and off) with redis-benchmark's GET at pipeline 1:
+#   RATIO binary_get throughput ... and RATIO binary_get_batching <metric> on=.. off=.. on/off=..
 # Settings (environment): DURATION (s per run, default 3), WARMUP (s, 0.5), ROUNDS (2),
 # CONNECTIONS (50), KEYS (10000), VALUE_SIZE (128), RATE (open-loop req/s, 20000),
 # BENCH_THREADS (1), WORKLOADS (space-separated subset of the names below), SERVERS (subset of
@@ -341,4 +344,77 @@ for pair in "ratelimit_native|ratelimit_lua" "ratelimit_gcra|ratelimit_lua" \
     echo "RATIO $label cpu_us_per_req $name=$k redis=$r $name/redis=$(ratio "$k" "$r")"
   done
 done
+
+# The binary protocol (design §2.7): GET through libkeep (keep-bench --protocol binary: the
+# CONNECTIONS callers share one libkeep connection) on the 2-shard keep-server, batching on and off,
+# next to redis-benchmark's RESP GET at pipeline 1 with as many clients against redis-server, in
+# the same run. BINARY=0 skips it; REDIS_BENCH_REQUESTS sets redis-benchmark's -n.
+BINARY=${BINARY:-1}
+REDIS_BENCH_REQUESTS=${REDIS_BENCH_REQUESTS:-200000}
+binary_run() {  # binary_run LABEL [keep-bench flags]: appends to BIN_RESULT
+  local label=$1 port=${PORT[keep2]} pid=${PID[keep2]} out="$WORK/binary.json" before after
+  shift
+  flushall "$port"
+  "$KEEP_BENCH" --protocol binary --host "$HOST" --port "$port" --keys "$KEYS" \
+    --value-size "$VALUE_SIZE" --populate-only --quiet >/dev/null 2>&1 || true
+  before=$(cpu_ticks "$pid")
+  if ! "$KEEP_BENCH" --protocol binary "${COMMON[@]}" --port "$port" --duration "$DURATION" \
+    --warmup "$WARMUP" --no-populate --json --quiet "$@" >"$out" 2>"$WORK/binary.err"; then
+    echo "compare.sh: binary get ($label) failed: $(cat "$WORK/binary.err")" >&2
+    return 0
+  fi
+  after=$(cpu_ticks "$pid")
+  BIN_RESULT[$label|throughput]+="$(json_get throughput "$out") "
+  BIN_RESULT[$label|p99_us]+="$(json_get p99_us "$out") "
+  BIN_RESULT[$label|cpu_us_per_req]+="$(awk -v t=$((after - before)) -v hz="$CLK_TCK" \
+    -v n="$(json_get requests_total "$out")" 'BEGIN { if (n > 0) printf "%.3f", t / hz * 1e6 / n; else print "n/a" }') "
+}
+redis_benchmark_run() {
+  local pid=${PID[redis]} before after csv rps
+  before=$(cpu_ticks "$pid")
+  csv=$(redis-benchmark -h "$HOST" -p "${PORT[redis]}" -t get -c "$CONNECTIONS" -P 1 -r "$KEYS" \
+    -n "$REDIS_BENCH_REQUESTS" --csv -q 2>/dev/null | grep '^"GET"' || true)
+  after=$(cpu_ticks "$pid")
+  rps=$(cut -d, -f2 <<<"$csv" | tr -d '"')
+  [[ -n $rps ]] || return 0
+  BIN_RESULT[redis_p1|throughput]+="$rps "
+  BIN_RESULT[redis_p1|p99_us]+="$(awk -v ms="$(cut -d, -f7 <<<"$csv" | tr -d '"')" 'BEGIN { printf "%.1f", ms * 1000 }') "
+  BIN_RESULT[redis_p1|cpu_us_per_req]+="$(awk -v t=$((after - before)) -v hz="$CLK_TCK" \
+    -v n="$REDIS_BENCH_REQUESTS" 'BEGIN { printf "%.3f", t / hz * 1e6 / n }') "
+}
+if ((BINARY)) && selected binary_get && has keep2 && has redis && command -v redis-benchmark >/dev/null; then
+  declare -A BIN_RESULT
+  for round in $(seq "$ROUNDS"); do
+    printf 'compare.sh: %-17s round %d\n' binary_get "$round" >&2
+    binary_run batching_on
+    binary_run batching_off --no-batching
+    redis_benchmark_run
+  done
+  bin_value() {
+    local m
+    m=$(median "${BIN_RESULT[$1|$2]:-}")
+    [[ $2 == throughput && $m != n/a ]] && m=${m%.*}
+    echo "$m"
+  }
+  echo
+  printf '%-34s %11s %11s %9s\n' "GET, $CONNECTIONS clients" cpu_us/req req/s p99_us
+  for label in batching_off batching_on redis_p1; do
+    case $label in
+      batching_off) name="keep 2 shards, libkeep, no batching" ;;
+      batching_on) name="keep 2 shards, libkeep, batching" ;;
+      redis_p1) name="redis-server, redis-benchmark -P 1" ;;
+    esac
+    printf '%-34s %11s %11s %9s\n' "$name" "$(bin_value $label cpu_us_per_req)" \
+      "$(bin_value $label throughput)" "$(bin_value $label p99_us)"
+  done
+  echo
+  on=$(bin_value batching_on throughput)
+  echo "RATIO binary_get throughput keep2_binary_batching=$on redis_benchmark_p1=$(bin_value redis_p1 throughput) keep2/redis=$(ratio "$on" "$(bin_value redis_p1 throughput)")"
+  for metric in cpu_us_per_req throughput p99_us; do
+    a=$(bin_value batching_on $metric)
+    b=$(bin_value batching_off $metric)
+    echo "RATIO binary_get_batching $metric on=$a off=$b on/off=$(ratio "$a" "$b")"
+  done
+fi
+elapsed=$(($(date +%s) - started_at))
 echo "compare.sh: done in ${elapsed}s"

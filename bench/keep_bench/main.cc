@@ -1,4 +1,5 @@
-// keep-bench: a RESP load generator for Keep and redis-server. See bench/README.md.
+// keep-bench: a load generator for Keep and redis-server, over RESP or (through libkeep) Keep's
+// binary protocol. See bench/README.md.
 #include <unistd.h>
 
 #include <atomic>
@@ -9,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/keep_bench/binary_driver.h"
 #include "bench/keep_bench/connection.h"
 #include "bench/keep_bench/driver.h"
 #include "bench/keep_bench/options.h"
@@ -88,6 +90,7 @@ int Main(int argc, char** argv) {
     return 0;
   }
   const Options& o = parsed.options;
+  if (o.protocol == Protocol::kBinary) return RunBinary(o);
   std::string error;
   std::unique_ptr<Codec> codec = MakeCodec(o.protocol, &error);
   if (!codec) return Fail(kExitUsage, error);

@@ -207,6 +207,13 @@ const std::map<std::string, Flag, std::less<>>& Flags() {
           o.populate_only = true;
           return "";
         }}},
+      {"no-batching",
+       {false,
+        [](Options& o, std::string_view) -> std::string {
+          o.batching = false;
+          return "";
+        }}},
+      {"sockets", {true, IntFlag("sockets", &Options::sockets, 1, 10000)}},
   };
   return flags;
 }
@@ -281,7 +288,12 @@ std::string Usage() {
 Target
   --host H                 server address (default 127.0.0.1)
   --port P                 server port (default 6379)
-  --protocol resp|binary   wire protocol (default resp; binary is not available in this build)
+  --protocol resp|binary   wire protocol (default resp). binary goes through libkeep: the
+                           --connections are concurrent callers (each --pipeline requests in
+                           flight) sharing --sockets libkeep connections (default one per
+                           thread); ping get set mixed incr, ratelimit/lock/coord native
+  --no-batching            binary: one write per request instead of libkeep's batching
+  --sockets S              binary: libkeep connections the callers share (caller i on i % S)
 Load shape
   --workload W             ping | get | set | mixed | incr | ratelimit | lock | coord (default get)
   --threads T              client threads, each with its own epoll loop (default 1)

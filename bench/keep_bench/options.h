@@ -45,6 +45,11 @@ struct Options {
   bool populate = true;
   bool populate_only = false;
   uint64_t seed = 1;
+  // --protocol binary (through libkeep): the connections' requests are carried by `sockets`
+  // libkeep connections (0: one per thread), whose batching coalesces concurrent requests into
+  // shared writes unless switched off.
+  bool batching = true;
+  int sockets = 0;
 };
 
 struct ParseResult {

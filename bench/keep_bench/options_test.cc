@@ -52,10 +52,17 @@ TEST(OptionsTest, EveryFlag) {
   EXPECT_FALSE(o.populate);
 }
 
-TEST(OptionsTest, BinaryProtocolParsesSoTheCodecCanRefuseIt) {
+TEST(OptionsTest, BinaryProtocolWithBatchingByDefault) {
   ParseResult r = Parse({"--protocol", "binary"});
   ASSERT_TRUE(r.ok) << r.error;
   EXPECT_EQ(r.options.protocol, Protocol::kBinary);
+  EXPECT_TRUE(r.options.batching);
+  EXPECT_EQ(r.options.sockets, 0);
+  r = Parse({"--protocol", "binary", "--no-batching", "--sockets", "4"});
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_FALSE(r.options.batching);
+  EXPECT_EQ(r.options.sockets, 4);
+  EXPECT_FALSE(Parse({"--sockets", "0"}).ok);
 }
 
 TEST(OptionsTest, Help) {

@@ -9,10 +9,8 @@ std::unique_ptr<Codec> MakeCodec(Protocol protocol, std::string* error) {
     case Protocol::kResp:
       return std::make_unique<RespCodec>();
     case Protocol::kBinary:
-      // The flag is accepted so scripts can already name it; there is no codec to run it with.
-      *error =
-          "--protocol binary: the binary protocol is not available in this build of keep-bench "
-          "(no binary codec is compiled in; use --protocol resp)";
+      // The binary protocol runs through libkeep (binary_driver.h), not through a codec.
+      *error = "--protocol binary runs through libkeep (binary_driver.h), not a codec";
       return nullptr;
   }
   *error = "unknown protocol";

@@ -81,6 +81,10 @@ std::string FormatJson(const Options& o, const Results& r) {
   };
   field("workload", WorkloadName(o.workload), true);
   field("protocol", ProtocolName(o.protocol), true);
+  if (o.protocol == Protocol::kBinary) {
+    field("batching", o.batching ? "true" : "false", false);
+    field("sockets", std::to_string(o.sockets > 0 ? o.sockets : o.threads), false);
+  }
   field("host", o.host, true);
   field("port", std::to_string(o.port), false);
   field("threads", std::to_string(o.threads), false);
@@ -129,7 +133,13 @@ std::string FormatTable(const Options& o, const Results& r) {
        " connections, pipeline " + std::to_string(o.pipeline) + ", " +
        (o.rate > 0 ? "open loop at " + Fixed(o.rate, 0) + " req/s" : std::string("closed loop")) +
        ", " + std::to_string(o.keys) + " keys (" + DistributionName(o.distribution) + "), " +
-       std::to_string(o.value_size) + "-byte values\n\n";
+       std::to_string(o.value_size) + "-byte values\n";
+  if (o.protocol == Protocol::kBinary) {
+    t += "  libkeep: the connections are callers sharing " +
+         std::to_string(o.sockets > 0 ? o.sockets : o.threads) + " socket(s), batching " +
+         (o.batching ? "on" : "off") + "\n";
+  }
+  t += "\n";
   auto row = [&t](const std::string& name, const std::string& value) {
     char buffer[128];
     std::snprintf(buffer, sizeof buffer, "  %-14s %14s\n", name.c_str(), value.c_str());

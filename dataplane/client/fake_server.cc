@@ -167,7 +167,12 @@ std::string FakeServer::Handle(std::string_view frame, std::string_view nonce, b
   size_t consumed = 0;
   decoder.DecodeRequest(frame, &r, &consumed);
   std::string out;
-  const std::string key(r.key);
+  std::string key(r.key);
+  if (r.op == bin::Op::kCommand) {
+    // The hooks below act on a COMMAND's first argument too (keep-cli sends everything so).
+    std::vector<std::string_view> args;
+    if (bin::ParseCommand(r.body, 1024, &args) && args.size() > 1) key.assign(args[1]);
+  }
   std::lock_guard<std::mutex> lock(mu_);
   if (r.op == bin::Op::kHello) {
     bin::HelloArgs hello;
@@ -183,6 +188,10 @@ std::string FakeServer::Handle(std::string_view frame, std::string_view nonce, b
   }
   if (!*authed && r.op != bin::Op::kPing) {
     bin::EncodeErrorText(&out, r.id, bin::Status::kAuth, "AUTH authentication required");
+    return out;
+  }
+  if (key.rfind("stuck", 0) == 0) {
+    bin::EncodeBusy(&out, r.id, 1);
     return out;
   }
   if (key.rfind("busy", 0) == 0 && busy_count_[key + std::to_string(r.id)]++ < 2) {

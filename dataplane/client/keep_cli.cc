@@ -15,6 +15,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -70,21 +72,56 @@ void PrintUsage() {
                "  -h <host>      server host (default 127.0.0.1)\n"
                "  -p <port>      server port (default 7000)\n"
                "  --resp         speak RESP instead of the binary protocol\n"
-               "  --secret <s>   client secret for the binary HELLO\n"
+               "  --secret-file <path>  client secret for the binary HELLO (or KEEP_SECRET in "
+               "the\n                 environment; secrets are never taken from flags)\n"
                "  --timeout <ms> per-request timeout (default 5000)\n"
                "  --help         this help; `keep-cli help <command>` or `keep-cli <command> "
                "--help` for a command\n"
                "Without a command, keep-cli starts an interactive shell (help, help <command>, "
-               "quit).\n";
+               "quit;\nhistory in ~/.keepcli_history); with stdin not a terminal it runs one "
+               "command per line.\n";
 }
 
-void PrintCommandHelp(std::string_view name) {
+// The value of the bulk string that follows `field` as a bulk string in a RESP reply (COMMAND
+// DOCS: "summary", "since", ...); empty if absent.
+std::string DocField(std::string_view resp, std::string_view field) {
+  std::string needle(1, '$');
+  needle.append(std::to_string(field.size())).append("\r\n").append(field).append("\r\n$");
+  size_t at = resp.find(needle);
+  if (at == std::string_view::npos) return "";
+  at += needle.size();
+  size_t eol = resp.find("\r\n", at);
+  if (eol == std::string_view::npos) return "";
+  long len = std::strtol(std::string(resp.substr(at, eol - at)).c_str(), nullptr, 10);
+  if (len <= 0 || eol + 2 + static_cast<size_t>(len) > resp.size()) return "";
+  return std::string(resp.substr(eol + 2, static_cast<size_t>(len)));
+}
+
+// `fetch_docs(name)` returns the server's COMMAND DOCS reply for commands keep-cli has no table
+// entry for (empty when the server cannot be asked).
+void PrintCommandHelp(std::string_view name,
+                      const std::function<std::string(std::string_view)>& fetch_docs = nullptr) {
   const CommandHelp* h = FindHelp(name);
-  if (h == nullptr) {
+  if (h != nullptr) {
+    std::cout << "\n  " << h->name << " " << h->args << "\n  summary: " << h->summary << "\n\n";
+    return;
+  }
+  std::string docs = fetch_docs ? fetch_docs(name) : "";
+  std::string summary = DocField(docs, "summary");
+  if (summary.empty()) {
     std::cout << "No help for '" << name << "'; the server may still know it.\n";
     return;
   }
-  std::cout << "\n  " << h->name << " " << h->args << "\n  summary: " << h->summary << "\n\n";
+  std::string upper(name);
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  std::cout << "\n  " << upper << "\n  summary: " << summary;
+  if (std::string since = DocField(docs, "since"); !since.empty()) {
+    std::cout << "\n  since: " << since;
+  }
+  if (std::string group = DocField(docs, "group"); !group.empty()) {
+    std::cout << "\n  group: " << group;
+  }
+  std::cout << "\n\n";
 }
 
 void PrintHelpIndex() {
@@ -186,8 +223,10 @@ size_t FormatReply(std::string_view resp, const std::string& indent, std::string
 class Transport {
  public:
   virtual ~Transport() = default;
-  // The RESP reply bytes, or an error line already formatted ("(error) ...").
+  // The reply formatted as redis-cli prints it, or an error line ("(error) ...").
   virtual std::string Run(const std::vector<std::string>& args) = 0;
+  // The raw RESP reply bytes; empty on failure.
+  virtual std::string Raw(const std::vector<std::string>& args) = 0;
 };
 
 class BinaryTransport : public Transport {
@@ -204,6 +243,13 @@ class BinaryTransport : public Transport {
       std::string out = "(error) ";
       out.append(e.message()).append("\n");
       return out;
+    }
+  }
+  std::string Raw(const std::vector<std::string>& args) override {
+    try {
+      return client_.Command(args);
+    } catch (const keep::client::Error&) {
+      return "";
     }
   }
 
@@ -239,6 +285,13 @@ class RespTransport : public Transport {
     if (fd_ >= 0) ::close(fd_);
   }
   std::string Run(const std::vector<std::string>& args) override {
+    std::string raw = Raw(args);
+    if (raw.empty()) return "(error) connection lost\n";
+    std::string out;
+    FormatReply(raw, "", &out);
+    return out;
+  }
+  std::string Raw(const std::vector<std::string>& args) override {
     std::string req = "*";
     req.append(std::to_string(args.size())).append("\r\n");
     for (const std::string& a : args) {
@@ -246,19 +299,20 @@ class RespTransport : public Transport {
     }
     for (size_t off = 0; off < req.size();) {
       ssize_t n = ::send(fd_, req.data() + off, req.size() - off, MSG_NOSIGNAL);
-      if (n <= 0) return "(error) connection lost\n";
+      if (n <= 0) return "";
       off += static_cast<size_t>(n);
     }
     while (true) {
       std::string out;
       size_t used = FormatReply(buf_, "", &out);
       if (used > 0) {
+        std::string raw = buf_.substr(0, used);
         buf_.erase(0, used);
-        return out;
+        return raw;
       }
       char chunk[65536];
       ssize_t n = ::recv(fd_, chunk, sizeof(chunk), 0);
-      if (n <= 0) return "(error) connection lost\n";
+      if (n <= 0) return "";
       buf_.append(chunk, static_cast<size_t>(n));
     }
   }
@@ -314,6 +368,7 @@ int main(int argc, char** argv) {
   bool resp = false;
   keep::client::Options options;
   options.client_name = "keep-cli";
+  if (const char* secret = std::getenv("KEEP_SECRET"); secret != nullptr) options.secret = secret;
   options.timeout = std::chrono::milliseconds(5000);
   std::vector<std::string> command;
   for (int i = 1; i < argc; ++i) {
@@ -326,8 +381,12 @@ int main(int argc, char** argv) {
       port = static_cast<uint16_t>(std::atoi(argv[++i]));
     } else if (a == "--resp") {
       resp = true;
-    } else if (a == "--secret" && i + 1 < argc) {
-      options.secret = argv[++i];
+    } else if (a == "--secret-file" && i + 1 < argc) {
+      std::ifstream in(argv[++i]);
+      if (!in || !std::getline(in, options.secret) || options.secret.empty()) {
+        std::cerr << "keep-cli: cannot read a secret from '" << argv[i] << "'\n";
+        return 1;
+      }
     } else if (a == "--timeout" && i + 1 < argc) {
       options.timeout = std::chrono::milliseconds(std::atoi(argv[++i]));
     } else if (a == "--help" || a == "-?") {
@@ -338,14 +397,14 @@ int main(int argc, char** argv) {
     }
   }
   if (!command.empty() && (strcasecmp(command[0].c_str(), "help") == 0)) {
-    if (command.size() > 1) {
-      PrintCommandHelp(command[1]);
-    } else {
+    if (command.size() == 1) {
       PrintHelpIndex();
+      return 0;
     }
-    return 0;
+    command = {command[1], "--help"};  // `help X` is `X --help`
   }
-  if (!command.empty() && WantsHelp(command)) {
+  bool wants_help = !command.empty() && WantsHelp(command);
+  if (wants_help && FindHelp(command[0]) != nullptr) {
     PrintCommandHelp(command[0]);
     return 0;
   }
@@ -364,12 +423,37 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  auto fetch_docs = [&](std::string_view name) {
+    return transport->Raw({"COMMAND", "DOCS", std::string(name)});
+  };
+  if (wants_help) {
+    PrintCommandHelp(command[0], fetch_docs);
+    return 0;
+  }
   if (!command.empty()) {
     std::string out = transport->Run(command);
     std::cout << out;
     return out.rfind("(error)", 0) == 0 ? 1 : 0;
   }
 
+  if (!isatty(STDIN_FILENO)) {
+    // Commands from a pipe or a file, one per line, like redis-cli.
+    std::string line;
+    int status = 0;
+    while (std::getline(std::cin, line)) {
+      auto args = SplitLine(line);
+      if (!args) {
+        std::cout << "Invalid argument(s)\n";
+        status = 1;
+        continue;
+      }
+      if (args->empty()) continue;
+      std::string out = transport->Run(*args);
+      if (out.rfind("(error)", 0) == 0) status = 1;
+      std::cout << out << std::flush;
+    }
+    return status;
+  }
   std::string prompt = host;
   prompt.append(":").append(std::to_string(port)).append("> ");
   const char* home = std::getenv("HOME");
@@ -389,14 +473,14 @@ int main(int argc, char** argv) {
     if (strcasecmp(name.c_str(), "quit") == 0 || strcasecmp(name.c_str(), "exit") == 0) break;
     if (strcasecmp(name.c_str(), "help") == 0) {
       if (args->size() > 1) {
-        PrintCommandHelp((*args)[1]);
+        PrintCommandHelp((*args)[1], fetch_docs);
       } else {
         PrintHelpIndex();
       }
       continue;
     }
     if (WantsHelp(*args)) {
-      PrintCommandHelp(name);
+      PrintCommandHelp(name, fetch_docs);
       continue;
     }
     std::cout << transport->Run(*args) << std::flush;

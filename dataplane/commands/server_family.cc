@@ -180,6 +180,7 @@ void CombineInfo(const CombineInput& input, proto::ReplyWriter& reply) {
     Line(&out, "keyspace_hits", stats.keyspace_hits);
     Line(&out, "keyspace_misses", stats.keyspace_misses);
     Line(&out, "cross_shard_requests", stats.cross_shard_requests);
+    Line(&out, "pubsub_dropped_events", stats.pubsub_dropped_events);
   }
   if (want("replication")) {
     section("Replication");

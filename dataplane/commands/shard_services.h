@@ -38,6 +38,8 @@ struct ShardStats {
   uint64_t dataset_bytes = 0;  // keys and values as clients see them
   // How late expiry runs (the store's ExpiryLagMs); the member's figure is the largest shard's.
   uint64_t expiry_lag_ms = 0;
+  // Binary subscription events a slow subscriber lost (its output was over the limit).
+  uint64_t pubsub_dropped_events = 0;
 };
 
 // CLIENT KILL filters (the new form; the old "ip:port" form maps to addr).
@@ -58,6 +60,7 @@ struct ServerFacts {
   std::string config_file;
   int tcp_port = 0;
   int shard_count = 1;
+  std::vector<int> shard_ports;  // port of shard i; empty when shard ports are off
   int64_t start_ms = 0;
   int pid = 0;
   uint64_t maxmemory = 0;

@@ -609,6 +609,15 @@ std::string_view FormatNumber(char* buf, uint64_t v, bool is_signed) {
   return {buf, static_cast<size_t>(end - buf)};
 }
 
+// INCR with ttl_on_create: INCRBY, and PEXPIRE when the key did not exist before. pcall so that
+// INCRBY's own errors (WRONGTYPE, not an integer, overflow) come back with their plain texts.
+constexpr std::string_view kIncrWithTtlScript =
+    "local existed = redis.call('EXISTS', KEYS[1]) "
+    "local r = redis.pcall('INCRBY', KEYS[1], ARGV[1]) "
+    "if type(r) == 'table' then return r end "
+    "if existed == 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end "
+    "return r";
+
 bool Malformed(const RequestView& request, Status* status, std::string* error) {
   *status = Status::kError;
   *error = "ERR malformed " + std::string(OpName(request.op)) + " body";
@@ -670,8 +679,16 @@ bool TypedToCommand(const RequestView& request, CommandScratch* scratch, Status*
     case Op::kIncr: {
       IncrArgs incr;
       if (!ParseIncr(request.body, &incr)) return Malformed(request, status, error);
-      args.insert(args.end(), {"INCRBY", key});
+      if (incr.ttl_on_create_ms == 0) {
+        args.insert(args.end(), {"INCRBY", key});
+        number(0, static_cast<uint64_t>(incr.delta), true);
+        return true;
+      }
+      // The TTL must be set in the same turn as the INCR that created the key, on the shard that
+      // owns it; a script is one turn of that shard by construction (design §2.6).
+      args.insert(args.end(), {"EVAL", kIncrWithTtlScript, "1", key});
       number(0, static_cast<uint64_t>(incr.delta), true);
+      number(1, incr.ttl_on_create_ms);
       return true;
     }
     case Op::kExpire: {
@@ -747,7 +764,29 @@ Status StatusForErrorCode(std::string_view text) {
   if (code == "OOM") return Status::kOom;
   if (code == "NOAUTH" || code == "WRONGPASS") return Status::kAuth;
   if (code == "CLUSTERDOWN") return Status::kFenced;
+  if (text.find("exceeds maximum allowed size") != std::string_view::npos) {
+    return Status::kTooLarge;
+  }
   return Status::kError;
+}
+
+// `-MOVED slot host:port` (RESP carries no view epoch: 0 tells the client to fetch TOPOLOGY).
+bool EncodeMovedFromResp(std::string* out, uint32_t id, std::string_view line) {
+  std::string_view rest = line.substr(std::min(line.size(), sizeof("MOVED")));
+  size_t space = rest.find(' ');
+  if (space == std::string_view::npos) return false;
+  int64_t slot = 0;
+  int64_t port = 0;
+  std::string_view endpoint = rest.substr(space + 1);
+  size_t colon = endpoint.rfind(':');
+  if (colon == std::string_view::npos || !RespInt(rest.substr(0, space), &slot) ||
+      !RespInt(endpoint.substr(colon + 1), &port) || slot < 0 || slot > 0xffff || port < 0 ||
+      port > 0xffff) {
+    return false;
+  }
+  EncodeMoved(out, id, static_cast<uint16_t>(slot), 0, endpoint.substr(0, colon),
+              static_cast<uint16_t>(port));
+  return true;
 }
 
 }  // namespace
@@ -773,6 +812,11 @@ bool EncodeTypedReplyFromResp(std::string* out, uint32_t id, Op op, uint8_t flag
       EncodeOk(out, id, op == Op::kSet ? std::string_view() : line);
       return true;
     case '-':
+      if (line.starts_with("MOVED ") && EncodeMovedFromResp(out, id, line)) return true;
+      if (line.starts_with("TRYAGAIN")) {
+        EncodeBusy(out, id, 1);
+        return true;
+      }
       EncodeErrorText(out, id, StatusForErrorCode(line), line);
       return true;
     case ':': {

@@ -367,7 +367,28 @@ TEST(BinaryTyped, MapsToCommands) {
   EXPECT_EQ(map(Vec("req_set_px_nx")), (V{"SET", "foo", "bar", "PX", "1500", "NX"}));
   EXPECT_EQ(map(Vec("req_get")), (V{"GET", "foo"}));
   EXPECT_EQ(map(Vec("req_ping")), (V{"PING"}));
-  EXPECT_EQ(map(Vec("req_incr")), (V{"INCRBY", "ctr", "-2"}));
+  // ttl_on_create runs as a script: INCRBY and the TTL in one turn of the owning shard.
+  V incr = map(Vec("req_incr"));
+  ASSERT_EQ(incr.size(), 6u);
+  EXPECT_EQ(incr[0], "EVAL");
+  EXPECT_NE(incr[1].find("INCRBY"), std::string::npos);
+  EXPECT_EQ((V{incr[2], incr[3], incr[4], incr[5]}), (V{"1", "ctr", "-2", "60000"}));
+  std::string plain;
+  EncodeIncr(&plain, 1, "ctr", 5);
+  EXPECT_EQ(map(plain), (V{"INCRBY", "ctr", "5"}));
+  std::string unlock, extend, del, exists, delprefix, ping_msg;
+  EncodeUnlock(&unlock, 1, "lk", "me");
+  EXPECT_EQ(map(unlock), (V{"UNLOCK", "lk", "me"}));
+  EncodeExtend(&extend, 1, "lk", "me", 500);
+  EXPECT_EQ(map(extend), (V{"LOCKEXTEND", "lk", "me", "500"}));
+  EncodeDel(&del, 1, "k");
+  EXPECT_EQ(map(del), (V{"DEL", "k"}));
+  EncodeExists(&exists, 1, "k");
+  EXPECT_EQ(map(exists), (V{"EXISTS", "k"}));
+  EncodeDelPrefix(&delprefix, 1, "user:");
+  EXPECT_EQ(map(delprefix), (V{"DELPREFIX", "user:"}));
+  EncodePing(&ping_msg, 1, "hey");
+  EXPECT_EQ(map(ping_msg), (V{"PING", "hey"}));
   EXPECT_EQ(map(Vec("req_expire_gt")), (V{"PEXPIRE", "foo", "10000", "GT"}));
   EXPECT_EQ(map(Vec("req_lock")), (V{"LOCK", "lk", "me", "30000"}));
   EXPECT_EQ(map(Vec("req_throttle")), (V{"CL.THROTTLE", "rl", "15", "30", "60", "1"}));
@@ -415,6 +436,30 @@ TEST(BinaryTyped, RespRepliesTranslate) {
   for (int64_t v : {0, 16, 15, -1, 2}) PutI64(&expect, v);
   EndFrame(&expect, start);
   EXPECT_EQ(tr(Op::kThrottle, "*5\r\n:0\r\n:16\r\n:15\r\n:-1\r\n:2\r\n"), expect);
+  // Statuses a RESP error maps to.
+  expect.clear();
+  EncodeErrorText(&expect, 7, Status::kOom, "OOM command not allowed");
+  EXPECT_EQ(tr(Op::kSet, "-OOM command not allowed\r\n"), expect);
+  expect.clear();
+  EncodeErrorText(&expect, 7, Status::kAuth, "NOAUTH Authentication required.");
+  EXPECT_EQ(tr(Op::kGet, "-NOAUTH Authentication required.\r\n"), expect);
+  expect.clear();
+  EncodeErrorText(&expect, 7, Status::kFenced, "CLUSTERDOWN lease lost");
+  EXPECT_EQ(tr(Op::kSet, "-CLUSTERDOWN lease lost\r\n"), expect);
+  expect.clear();
+  EncodeErrorText(&expect, 7, Status::kTooLarge,
+                  "ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+  EXPECT_EQ(tr(Op::kSet, "-ERR string exceeds maximum allowed size (proto-max-bulk-len)\r\n"),
+            expect);
+  expect.clear();
+  EncodeMoved(&expect, 7, 3999, 0, "10.0.0.12", 7001);
+  EXPECT_EQ(tr(Op::kGet, "-MOVED 3999 10.0.0.12:7001\r\n"), expect);
+  expect.clear();
+  EncodeBusy(&expect, 7, 1);
+  EXPECT_EQ(tr(Op::kGet, "-TRYAGAIN Multiple keys request during rehashing of slot\r\n"), expect);
+  expect.clear();
+  EncodeErrorText(&expect, 7, Status::kError, "MOVED garbage");
+  EXPECT_EQ(tr(Op::kGet, "-MOVED garbage\r\n"), expect);
   std::string out;
   EXPECT_FALSE(EncodeTypedReplyFromResp(&out, 7, Op::kThrottle, 0, "*2\r\n:1\r\n$1\r\nx\r\n"));
   EXPECT_TRUE(out.empty());

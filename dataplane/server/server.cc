@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -123,6 +124,9 @@ int RunServer(const std::vector<std::string>& argv, const std::vector<std::strin
   facts.config_file = config.config_file;
   facts.tcp_port = listeners.client_port;
   facts.shard_count = shards;
+  if (config.shard_port_base > 0) {
+    for (int i = 0; i < shards; ++i) facts.shard_ports.push_back(config.shard_port_base + i);
+  }
   facts.start_ms = core::WallMillis();
   facts.pid = getpid();
 
@@ -136,6 +140,9 @@ int RunServer(const std::vector<std::string>& argv, const std::vector<std::strin
     if (!listeners.shard_fds.empty()) options.listen_fds.push_back(listeners.shard_fds[i]);
     options.resp_limits.max_bulk_len = static_cast<size_t>(config.proto_max_bulk_len);
     options.command_limits.proto_max_bulk_len = config.proto_max_bulk_len;
+    // The binary protocol's value limit: its default, or proto-max-bulk-len when that is lower.
+    options.binary_limits.max_value_size = std::min<size_t>(
+        options.binary_limits.max_value_size, static_cast<size_t>(config.proto_max_bulk_len));
     options.command_limits.enable_debug_command = config.enable_debug_command;
     options.command_limits.max_lock_ttl_ms = config.max_lock_ttl_ms;
     options.command_limits.lua_time_limit_ms = config.lua_time_limit_ms;

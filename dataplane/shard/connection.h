@@ -5,12 +5,14 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "dataplane/commands/command.h"
 #include "dataplane/proto/resp_parser.h"
+#include "dataplane/shard/binary_session.h"
 #include "dataplane/shard/io_buffer.h"
 
 namespace keep::shard {
@@ -18,6 +20,10 @@ namespace keep::shard {
 struct PendingReply {
   std::string bytes;
   bool ready = false;
+  // Binary connections: the request this reply answers (replies leave as they complete).
+  uint32_t binary_id = 0;
+  uint8_t binary_op = 0;
+  uint8_t binary_flags = 0;
 };
 
 struct Connection {
@@ -35,6 +41,8 @@ struct Connection {
   bool in_write_list = false;
   bool in_resume_list = false;
   proto::RespParser parser;
+  bool protocol_known = false;          // the first byte chose RESP or binary
+  std::unique_ptr<BinaryState> binary;  // binary protocol connections only
 
   explicit Connection(const proto::RespLimits& limits) : parser(limits) {}
 

@@ -187,6 +187,7 @@ void Shard::Run() {
                                              [](const auto& queue) { return !queue.empty(); });
     int timeout = busy ? 0 : static_cast<int>(std::max<int64_t>(0, next_timer_ms_ - now_ms_));
     if (stopping_) timeout = std::min(timeout, 10);
+    timeout = BinaryTimeoutMs(timeout);
     Turn(timeout);
   }
   std::vector<Connection*> open;
@@ -248,6 +249,7 @@ void Shard::Turn(int timeout_ms) {
     next_timer_ms_ = now_ms_ + kTimerPeriodMs;
     Timers();
   }
+  BinaryTick();
   WriteAll();
   if (!zombies_.empty()) {
     std::erase_if(zombies_, [](const std::unique_ptr<Connection>& c) { return c->inflight == 0; });
@@ -333,6 +335,14 @@ void Shard::OnReadable(Connection* conn) {
 
 void Shard::ProcessInput(Connection* conn, std::string_view data, bool from_scratch) {
   StartBatchClock();
+  // The first byte picks the protocol (design §2.3): 0x00-0x1f binary, anything else RESP.
+  if (!conn->protocol_known && !data.empty()) {
+    conn->protocol_known = true;
+    if (static_cast<unsigned char>(data[0]) < 0x20) {
+      conn->binary = std::make_unique<BinaryState>(options_.binary_limits);
+    }
+  }
+  if (conn->binary != nullptr) return BinaryInput(conn, data, from_scratch);
   size_t offset = 0;
   std::vector<std::string_view>& args = args_;
   while (offset < data.size() && !conn->closed && !conn->close_after_flush && !InputPaused(conn)) {
@@ -372,6 +382,7 @@ void Shard::ProcessInput(Connection* conn, std::string_view data, bool from_scra
 
 std::string* Shard::ReplyTarget(Connection* conn) {
   MarkWrite(conn);
+  if (conn->binary != nullptr) return &conn->binary->resp;
   if (conn->pending.empty()) return &conn->out;
   PendingReply* slot = NewSlot();
   slot->ready = true;
@@ -454,7 +465,11 @@ void Shard::Dispatch(Connection* conn, std::span<const std::string_view> args) {
   envelope->as_part = false;
   envelope->key_slot = plan_.slot;
   PackArgs(args, &envelope->arg_bytes, &envelope->arg_ends);
-  conn->pending.push_back(envelope->slot);
+  if (conn->binary != nullptr) {
+    BinaryDefer(conn, envelope->slot);
+  } else {
+    conn->pending.push_back(envelope->slot);
+  }
   ++conn->inflight;
   ++stats_.cross_shard_requests;
   outbound_[plan_.shard].push_back(envelope);
@@ -506,7 +521,11 @@ void Shard::StartGather(Connection* conn, std::span<const std::string_view> args
   gather->cursor_shard = plan_.shard;
   gather->resp_version = conn->client.resp_version;
   gather->slot = NewSlot();
-  conn->pending.push_back(gather->slot);
+  if (conn->binary != nullptr) {
+    BinaryDefer(conn, gather->slot);
+  } else {
+    conn->pending.push_back(gather->slot);
+  }
   ++conn->inflight;
   PackArgs(args, &gather->arg_bytes, &gather->arg_ends);
   UnpackArgs(gather->arg_bytes, gather->arg_ends, &gather->args);
@@ -619,7 +638,11 @@ void Shard::FinishGather(Gather* gather) {
     }
     gather->slot->ready = true;
     --conn->inflight;
-    FlushSlots(conn);
+    if (conn->binary != nullptr) {
+      BinaryComplete(conn, gather->slot);
+    } else {
+      FlushSlots(conn);
+    }
   } else {
     --conn->inflight;
     Recycle(gather->slot);
@@ -650,7 +673,11 @@ void Shard::OnEnvelope(Envelope* envelope) {
   } else {
     envelope->slot->bytes.swap(envelope->result.resp);
     envelope->slot->ready = true;
-    FlushSlots(conn);
+    if (conn->binary != nullptr) {
+      BinaryComplete(conn, envelope->slot);
+    } else {
+      FlushSlots(conn);
+    }
   }
   Recycle(envelope);
 }
@@ -793,6 +820,7 @@ void Shard::Close(Connection* conn, const char* reason) {
       Unsubscribe(conn->client, static_cast<commands::PubSubKind>(kind), name);
     }
   }
+  if (conn->binary != nullptr) BinaryClosed(conn);
   std::erase(resume_list_, conn);
   conn->in_resume_list = false;
   auto it = connections_.find(conn->client.id);
@@ -813,6 +841,7 @@ void Shard::Timers() {
     for (auto& [id, conn] : connections_) {
       // As in Redis, subscribers are exempt: waiting quietly for messages is what they do.
       if (!conn->closed && conn->pending.empty() && !conn->client.Subscribed() &&
+          (conn->binary == nullptr || conn->binary->subscriptions.empty()) &&
           now_ms_ - conn->client.last_interaction_ms > timeout * 1000) {
         idle.push_back(conn.get());
       }
@@ -857,7 +886,9 @@ void Shard::BeginStop() {
 
 bool Shard::Drained() const {
   for (const auto& [id, conn] : connections_) {
-    if (!conn->closed && (!conn->pending.empty() || conn->unsent() > 0)) return false;
+    if (!conn->closed && (!conn->pending.empty() || conn->inflight > 0 || conn->unsent() > 0)) {
+      return false;
+    }
   }
   for (const auto& queue : outbound_) {
     if (!queue.empty()) return false;
@@ -1062,6 +1093,7 @@ int64_t Shard::Publish(commands::PubSubKind kind, std::string_view channel,
     if (!commands::StringMatch(pattern, channel)) continue;
     for (Connection* conn : conns) deliver(conn, "pmessage", &pattern);
   }
+  receivers += BinaryPublish(channel, message);
   return receivers;
 }
 

@@ -81,6 +81,7 @@ struct ShardOptions {
   commands::Limits command_limits;
   int64_t client_output_buffer_limit = 256ll * 1024 * 1024;
   int64_t client_query_buffer_limit = 1024ll * 1024 * 1024;
+  proto::binary::Limits binary_limits;
 };
 
 class Shard final : public commands::ShardServices {
@@ -161,6 +162,25 @@ class Shard final : public commands::ShardServices {
   void Recycle(Envelope* envelope);
   PendingReply* NewSlot();
   void Recycle(PendingReply* slot);
+  // The binary protocol (binary_session.cc).
+  void BinaryInput(Connection* conn, std::string_view data, bool from_scratch);
+  bool BinaryPreface(Connection* conn, std::string_view data, size_t* offset);
+  void BinaryRequest(Connection* conn, const proto::binary::RequestView& request);
+  void BinaryHello(Connection* conn, const proto::binary::RequestView& request);
+  void BinarySubscribe(Connection* conn, const proto::binary::RequestView& request);
+  void BinaryUnsubscribe(Connection* conn, const proto::binary::RequestView& request);
+  void BinaryTopology(Connection* conn, const proto::binary::RequestView& request);
+  void BinaryDispatch(Connection* conn, const proto::binary::RequestView& request,
+                      std::span<const std::string_view> args, std::string_view key);
+  void BinaryDefer(Connection* conn, PendingReply* slot);
+  void BinaryComplete(Connection* conn, PendingReply* slot);
+  void BinaryReply(Connection* conn, uint32_t id, uint8_t op, uint8_t flags,
+                   std::string_view resp);
+  void BinaryClosed(Connection* conn);
+  int64_t BinaryPublish(std::string_view channel, std::string_view message);
+  void BinaryTick();
+  int BinaryTimeoutMs(int timeout_ms) const;
+
   Gather* NewGather();
   void Recycle(Gather* gather);
 
@@ -207,6 +227,7 @@ class Shard final : public commands::ShardServices {
       std::unordered_map<std::string, std::vector<Connection*>, NameHash, std::equal_to<>>;
   // This shard's subscribers, by PubSubKind.
   std::array<SubscriberMap, 3> subscribers_;
+  BinaryHub binary_hub_;
 };
 
 }  // namespace keep::shard

@@ -1,0 +1,458 @@
+#include "bench/keep_bench/binary_driver.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/keep_bench/driver.h"
+#include "bench/keep_bench/histogram.h"
+#include "bench/keep_bench/report.h"
+#include "bench/keep_bench/workload.h"
+#include "dataplane/client/keep_client.h"
+
+namespace keep::bench {
+namespace {
+
+namespace kc = keep::client;
+using kc::Result;
+using kc::Status;
+
+constexpr int kExitServer = 2;
+// Replies still owed this long after the end of the run are counted as unfinished.
+constexpr int64_t kDrainNs = 5'000'000'000;
+
+// Which op a scheduled request is (coord draws among several).
+enum class BinaryOp { kPing, kGet, kSet, kSetPx, kIncr, kIncrExpire, kFixedWindow, kLock };
+
+struct Pick {
+  BinaryOp op;
+  uint32_t weight;
+};
+
+std::vector<Pick> Mix(const Options& o) {
+  switch (o.workload) {
+    case WorkloadKind::kPing:
+      return {{BinaryOp::kPing, 1}};
+    case WorkloadKind::kGet:
+      return {{BinaryOp::kGet, 1}};
+    case WorkloadKind::kSet:
+      return {{BinaryOp::kSet, 1}};
+    case WorkloadKind::kMixed:
+      return {{BinaryOp::kGet, o.ratio_reads}, {BinaryOp::kSet, o.ratio_writes}};
+    case WorkloadKind::kIncr:
+      return {{BinaryOp::kIncr, 1}};
+    case WorkloadKind::kRateLimit:
+      return {{BinaryOp::kFixedWindow, 1}};
+    case WorkloadKind::kLock:
+      return {{BinaryOp::kLock, 1}};
+    case WorkloadKind::kCoord:
+      // The RESP coord mix (workload.cc): 40% lookups, 25% counters given a window when created,
+      // 15% locks released at once, 20% short-lived values.
+      return {{BinaryOp::kGet, 40},
+              {BinaryOp::kIncrExpire, 25},
+              {BinaryOp::kLock, 15},
+              {BinaryOp::kSetPx, 20}};
+  }
+  return {};
+}
+
+std::string KeyName(std::string_view prefix, uint64_t index, int width) {
+  std::string digits = std::to_string(index);
+  std::string key(prefix);
+  key.append(static_cast<size_t>(std::max(0, width - static_cast<int>(digits.size()))), '0');
+  key.append(digits);
+  return key;
+}
+
+struct Caller {
+  int index = 0;
+  int socket = 0;
+  Rng rng{0};
+  std::string token;  // lock owner
+  int inflight = 0;
+  bool done = false;
+};
+
+class LoadThread {
+ public:
+  LoadThread(const Options& o, const RunClock& clock, uint64_t quota, ThreadProgress* progress)
+      : o_(o),
+        clock_(clock),
+        quota_(quota),
+        progress_(progress),
+        picker_(o),
+        mix_(Mix(o)),
+        width_(KeyWidth(o.keys)),
+        value_(o.value_size, 'v'),
+        drain_timer_(io_) {
+    for (const Pick& p : mix_) total_weight_ += p.weight;
+  }
+
+  void AddSocket() {
+    kc::Options options;
+    options.host = o_.host;
+    options.port = static_cast<uint16_t>(o_.port);
+    options.client_name = "keep-bench";
+    options.batching = o_.batching;
+    options.timeout = std::chrono::milliseconds(10000);
+    options.connect_timeout = std::chrono::milliseconds(5000);
+    sockets_.push_back(kc::Connection::Create(io_, options));
+  }
+  void AddCaller(int index, int socket) {
+    Caller c;
+    c.index = index;
+    c.socket = socket;
+    c.rng = Rng(o_.seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(index) + 1);
+    c.token = "bench-" + std::to_string(index);
+    callers_.push_back(std::move(c));
+  }
+
+  void Run(ThreadStats* stats) {
+    stats_ = stats;
+    for (auto& socket : sockets_) {
+      socket->AsyncConnect([this](std::optional<kc::Error> error) {
+        if (error && stats_->fatal.empty()) {
+          stats_->fatal = "cannot connect to " + o_.host + ":" + std::to_string(o_.port) + ": " +
+                          error->message();
+          Stop();
+        }
+      });
+    }
+    remaining_ = static_cast<int>(callers_.size());
+    for (Caller& c : callers_) {
+      for (int i = 0; i < std::max(1, o_.pipeline); ++i) Issue(c);
+    }
+    if (o_.requests == 0) {
+      auto end = std::chrono::nanoseconds(clock_.measure_end_ns - NowNs() + kDrainNs);
+      drain_timer_.expires_after(end);
+      drain_timer_.async_wait([this](const boost::system::error_code& ec) {
+        if (!ec) Stop();
+      });
+    }
+    if (remaining_ == 0) Stop();
+    io_.run();
+  }
+
+ private:
+  void Stop() {
+    if (stopped_) return;
+    stopped_ = true;
+    for (Caller& c : callers_) stats_->unfinished += static_cast<uint64_t>(std::max(0, c.inflight));
+    drain_timer_.cancel();
+    for (auto& socket : sockets_) socket->Close();
+  }
+
+  void CallerIdle(Caller& c) {
+    if (c.inflight == 0 && c.done) {
+      c.done = false;  // count once
+      c.inflight = -1;
+      if (--remaining_ == 0) Stop();
+    }
+  }
+
+  BinaryOp Draw(Caller& c) {
+    if (mix_.size() == 1) return mix_[0].op;
+    uint64_t r = c.rng.Below(total_weight_);
+    for (const Pick& p : mix_) {
+      if (r < p.weight) return p.op;
+      r -= p.weight;
+    }
+    return mix_.back().op;
+  }
+
+  void Issue(Caller& c) {
+    if (stopped_ || c.inflight < 0) return;
+    int64_t now = NowNs();
+    bool measured = now >= clock_.measure_start_ns;
+    if (now >= clock_.measure_end_ns || (o_.requests > 0 && measured && issued_ >= quota_)) {
+      c.done = true;
+      CallerIdle(c);
+      return;
+    }
+    if (measured) ++issued_;
+    ++c.inflight;
+    uint64_t index = picker_.Pick(c.rng);
+    kc::Connection& socket = *sockets_[static_cast<size_t>(c.socket)];
+    auto done = [this, &c, now, measured](bool follow_up) {
+      return [this, &c, now, measured, follow_up](Result r) {
+        OnReply(c, now, measured, follow_up, r);
+      };
+    };
+    switch (Draw(c)) {
+      case BinaryOp::kPing:
+        socket.AsyncPing(done(false));
+        break;
+      case BinaryOp::kGet:
+        socket.AsyncGet(KeyName("key:", index, width_), done(false));
+        break;
+      case BinaryOp::kSet:
+        socket.AsyncSet(KeyName("key:", index, width_), value_, 0, 0, done(false));
+        break;
+      case BinaryOp::kSetPx:
+        socket.AsyncSet(KeyName("key:", index, width_), value_, Workload::kShortLivedMs, 0,
+                        done(false));
+        break;
+      case BinaryOp::kIncr:
+        socket.AsyncIncr(KeyName("ctr:", index, width_), 1, 0, done(false));
+        break;
+      case BinaryOp::kIncrExpire: {
+        std::string key = KeyName("ctr:", index, width_);
+        socket.AsyncIncr(key, 1, 0, [this, &c, now, measured, key, &socket](Result r) {
+          // Created by this INCR: give it its window (the RESP coord's INCR + PEXPIRE).
+          bool created = r.ok() && r.status == Status::kOk && kc::BodyInt(r) == 1;
+          if (created && !stopped_) {
+            Count(c, now, measured, r);
+            socket.AsyncExpire(
+                key, Workload::kCounterWindowMs, 0,
+                [this, &c, now, measured](Result e) { OnReply(c, now, measured, true, e); });
+            return;
+          }
+          OnReply(c, now, measured, false, r);
+        });
+        break;
+      }
+      case BinaryOp::kFixedWindow:
+        socket.AsyncFixedWindow(KeyName("rl:", index, width_), o_.ratelimit_limit,
+                                o_.ratelimit_window_ms, 1, done(false));
+        break;
+      case BinaryOp::kLock: {
+        std::string key = KeyName("lock:", index, width_);
+        socket.AsyncLock(key, c.token, o_.lock_ttl_ms,
+                         [this, &c, now, measured, key, &socket](Result r) {
+                           if (r.ok() && r.status == Status::kOk && !stopped_) {
+                             Count(c, now, measured, r);
+                             socket.AsyncUnlock(key, c.token, [this, &c, now, measured](Result u) {
+                               OnReply(c, now, measured, true, u);
+                             });
+                             return;
+                           }
+                           OnReply(c, now, measured, false, r);
+                         });
+        break;
+      }
+    }
+  }
+
+  // Accounts one reply; false when the run cannot go on.
+  bool Count(Caller&, int64_t start_ns, bool measured, const Result& r) {
+    int64_t now = NowNs();
+    ++stats_->total;
+    progress_->replies.fetch_add(1, std::memory_order_relaxed);
+    if (!r.ok() && r.error->kind() != kc::ErrorKind::kServer) {
+      if (!stopped_ && stats_->fatal.empty()) stats_->fatal = r.error->message();
+      Stop();
+      return false;
+    }
+    if (!measured) return true;
+    ++stats_->measured;
+    stats_->last_reply_ns = std::max(stats_->last_reply_ns, now);
+    stats_->histogram.Record(static_cast<uint64_t>(std::max<int64_t>(0, now - start_ns)));
+    if (!r.ok()) {
+      ++stats_->errors;
+      progress_->errors.fetch_add(1, std::memory_order_relaxed);
+      if (stats_->first_error.empty()) stats_->first_error = r.error->message();
+    } else if (r.status == Status::kNil || r.status == Status::kLocked) {
+      ++stats_->nils;
+    }
+    return true;
+  }
+
+  void OnReply(Caller& c, int64_t start_ns, bool measured, bool follow_up, const Result& r) {
+    if (stopped_) return;
+    if (follow_up && measured) ++stats_->follow_ups;
+    if (!Count(c, follow_up ? NowNs() : start_ns, measured, r)) return;
+    --c.inflight;
+    Issue(c);
+  }
+
+  const Options& o_;
+  RunClock clock_;
+  uint64_t quota_;
+  ThreadProgress* progress_;
+  KeyPicker picker_;
+  std::vector<Pick> mix_;
+  uint32_t total_weight_ = 0;
+  int width_;
+  std::string value_;
+  boost::asio::io_context io_;
+  boost::asio::steady_timer drain_timer_;
+  std::vector<std::shared_ptr<kc::Connection>> sockets_;
+  std::vector<Caller> callers_;
+  ThreadStats* stats_ = nullptr;
+  uint64_t issued_ = 0;
+  int remaining_ = 0;
+  bool stopped_ = false;
+};
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "keep-bench: %s\n", message.c_str());
+  return kExitServer;
+}
+
+// SETs every key through one libkeep connection, 1000 in flight at a time.
+int Populate(const Options& o, uint64_t* populated) {
+  kc::Options options;
+  options.host = o.host;
+  options.port = static_cast<uint16_t>(o.port);
+  options.client_name = "keep-bench-populate";
+  options.timeout = std::chrono::milliseconds(10000);
+  boost::asio::io_context io;
+  auto conn = kc::Connection::Create(io, options);
+  std::string failure;
+  conn->AsyncConnect([&](std::optional<kc::Error> error) {
+    if (error && failure.empty()) failure = error->message();
+  });
+  const int width = KeyWidth(o.keys);
+  const std::string value(o.value_size, 'v');
+  uint64_t next = 0;
+  uint64_t done = 0;
+  std::function<void()> issue = [&] {
+    if (next >= o.keys || !failure.empty()) return;
+    uint64_t index = next++;
+    conn->AsyncSet(KeyName("key:", index, width), value, 0, 0, [&](Result r) {
+      if (!r.ok() && failure.empty()) failure = r.error->message();
+      ++done;
+      if (done == o.keys || !failure.empty()) {
+        conn->Close();
+        return;
+      }
+      issue();
+    });
+  };
+  for (int i = 0; i < 1000; ++i) issue();
+  if (o.keys == 0) conn->Close();
+  io.run();
+  if (!failure.empty() && done < o.keys) return Fail("populating the keys failed: " + failure);
+  *populated = o.keys;
+  return 0;
+}
+
+}  // namespace
+
+std::string BinaryUnsupported(const Options& o) {
+  if (o.workload == WorkloadKind::kRateLimit && o.ratelimit_form == RateLimitForm::kLua) {
+    return "--protocol binary: the Lua rate-limit recipe has no binary op (the binary protocol's "
+           "FIXED_WINDOW is the native form: use --ratelimit-form native)";
+  }
+  if ((o.workload == WorkloadKind::kLock || o.workload == WorkloadKind::kCoord) &&
+      o.lock_release == LockRelease::kLua) {
+    return "--protocol binary: the Lua lock release has no binary op (LOCK/UNLOCK are the native "
+           "form: use --lock-release native)";
+  }
+  if (o.rate > 0) {
+    return "--protocol binary: the open loop (--rate) is not available over libkeep; use the "
+           "closed loop";
+  }
+  return "";
+}
+
+int RunBinary(const Options& o) {
+  if (std::string why = BinaryUnsupported(o); !why.empty()) {
+    std::fprintf(stderr, "keep-bench: %s\n", why.c_str());
+    return 1;
+  }
+  Results results;
+  if (o.populate_only || (o.populate && WorkloadReadsKeys(o.workload))) {
+    if (int rc = Populate(o, &results.populated); rc != 0) return rc;
+    if (o.populate_only) {
+      if (o.json) {
+        std::printf("{\"populated\":%llu}\n", static_cast<unsigned long long>(results.populated));
+      } else if (!o.quiet) {
+        std::printf("populated %llu keys\n", static_cast<unsigned long long>(results.populated));
+      }
+      return 0;
+    }
+  }
+  RunClock clock;
+  clock.start_ns = NowNs();
+  clock.measure_start_ns = clock.start_ns + static_cast<int64_t>(o.warmup_s * 1e9);
+  clock.measure_end_ns = o.requests > 0
+                             ? INT64_MAX
+                             : clock.measure_start_ns + static_cast<int64_t>(o.duration_s * 1e9);
+  const int threads = std::max(1, o.threads);
+  const int sockets = o.sockets > 0 ? o.sockets : threads;
+  std::vector<ThreadProgress> progress(static_cast<size_t>(threads));
+  std::vector<ThreadStats> stats(static_cast<size_t>(threads));
+  std::vector<std::unique_ptr<LoadThread>> loads;
+  for (int t = 0; t < threads; ++t) {
+    uint64_t quota =
+        o.requests / static_cast<uint64_t>(threads) +
+        (static_cast<uint64_t>(t) < o.requests % static_cast<uint64_t>(threads) ? 1 : 0);
+    loads.push_back(std::make_unique<LoadThread>(o, clock, quota, &progress[t]));
+  }
+  // Socket s on thread s % threads; caller i on socket i % sockets.
+  std::vector<int> local_index(static_cast<size_t>(sockets));
+  std::vector<int> per_thread(static_cast<size_t>(threads), 0);
+  for (int s = 0; s < sockets; ++s) {
+    loads[static_cast<size_t>(s % threads)]->AddSocket();
+    local_index[static_cast<size_t>(s)] = per_thread[static_cast<size_t>(s % threads)]++;
+  }
+  for (int i = 0; i < o.connections; ++i) {
+    int s = i % sockets;
+    loads[static_cast<size_t>(s % threads)]->AddCaller(i, local_index[static_cast<size_t>(s)]);
+  }
+  std::atomic<int> running{threads};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      loads[static_cast<size_t>(t)]->Run(&stats[static_cast<size_t>(t)]);
+      running.fetch_sub(1);
+    });
+  }
+  const bool long_run = o.requests > 0 || o.warmup_s + o.duration_s > 3;
+  uint64_t last_replies = 0;
+  int64_t next_tick = clock.start_ns + 1'000'000'000;
+  while (running.load() > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    int64_t now = NowNs();
+    if (now < next_tick) continue;
+    uint64_t replies = 0;
+    for (auto& p : progress) replies += p.replies.load(std::memory_order_relaxed);
+    if (!o.quiet && long_run) {
+      std::fprintf(stderr, "keep-bench: %5.1fs %10llu req/s  replies %llu%s\n",
+                   static_cast<double>(now - clock.start_ns) / 1e9,
+                   static_cast<unsigned long long>(replies - last_replies),
+                   static_cast<unsigned long long>(replies),
+                   now < clock.measure_start_ns ? "  (warm-up)" : "");
+    }
+    last_replies = replies;
+    next_tick += 1'000'000'000;
+  }
+  for (auto& w : workers) w.join();
+  int64_t last_reply = clock.measure_start_ns;
+  for (ThreadStats& s : stats) {
+    if (!s.fatal.empty()) return Fail(s.fatal);
+    results.histogram.Merge(s.histogram);
+    results.requests += s.measured;
+    results.requests_total += s.total;
+    results.errors += s.errors;
+    results.nils += s.nils;
+    results.follow_ups += s.follow_ups;
+    results.unfinished += s.unfinished;
+    last_reply = std::max(last_reply, s.last_reply_ns);
+    if (results.first_error.empty()) results.first_error = s.first_error;
+  }
+  results.seconds = o.requests > 0 ? static_cast<double>(last_reply - clock.measure_start_ns) / 1e9
+                                   : o.duration_s;
+  results.throughput =
+      results.seconds > 0 ? static_cast<double>(results.requests) / results.seconds : 0;
+  if (o.json) {
+    std::printf("%s\n", FormatJson(o, results).c_str());
+  } else {
+    std::fputs(FormatTable(o, results).c_str(), stdout);
+  }
+  if (results.errors > 0 && !o.quiet) {
+    std::fprintf(stderr, "keep-bench: %llu error replies (first: %s)\n",
+                 static_cast<unsigned long long>(results.errors), results.first_error.c_str());
+  }
+  return 0;
+}
+
+}  // namespace keep::bench
