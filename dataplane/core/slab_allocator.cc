@@ -32,12 +32,7 @@ void SlabAllocator::Reset() {
     c.free = c.bump = c.end = nullptr;
     c.live = 0;
   }
-}
-
-size_t SlabAllocator::live_bytes() const {
-  size_t bytes = 0;
-  for (const Class& c : classes_) bytes += c.live * c.size;
-  return bytes;
+  live_bytes_ = 0;
 }
 
 size_t SlabAllocator::live_objects() const {

@@ -65,6 +65,7 @@ class SlabAllocator {
   void* Allocate(size_t size) {
     Class& c = classes_[ClassOf(size)];
     ++c.live;
+    live_bytes_ += c.size;
     if (c.free != nullptr) {
       void* p = c.free;
       std::memcpy(&c.free, p, sizeof(void*));
@@ -81,6 +82,7 @@ class SlabAllocator {
   void Free(void* p, size_t size) {
     Class& c = classes_[ClassOf(size)];
     --c.live;
+    live_bytes_ -= c.size;
     std::memcpy(p, &c.free, sizeof(void*));
     c.free = static_cast<uint8_t*>(p);
   }
@@ -92,7 +94,7 @@ class SlabAllocator {
   void Reset();
 
   // Bytes of live objects, counted at their class size.
-  size_t live_bytes() const;
+  size_t live_bytes() const { return live_bytes_; }
   size_t live_objects() const;
   size_t chunk_count() const { return chunks_.size(); }
 
@@ -112,6 +114,7 @@ class SlabAllocator {
   uint8_t* chunk_bump_ = nullptr;
   uint8_t* chunk_end_ = nullptr;
   std::vector<void*> chunks_;
+  size_t live_bytes_ = 0;
 };
 
 }  // namespace keep::core

@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "dataplane/commands/glob_util.h"
+#include "dataplane/commands/memory_guard.h"
 #include "dataplane/proto/reply_writer.h"
 #include "dataplane/shard/shard_group.h"
 
@@ -38,6 +39,8 @@ constexpr int64_t kStopFlushMs = 2000;
 // Expiry sweep work per turn and per idle tick (entries examined).
 constexpr size_t kExpireBudgetPerTurn = 64;
 constexpr size_t kExpireBudgetPerTick = 4096;
+// Keys evicted per turn while the shard is over its memory share.
+constexpr size_t kEvictBudgetPerTurn = 64;
 
 // epoll data for things that are not connections: small integers never valid as pointers.
 constexpr uint64_t kWakeTag = 1;
@@ -126,6 +129,8 @@ Shard::Shard(ShardGroup* group, ShardOptions options)
     epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, options_.listen_fds[i], &listen_event);
   }
   outbound_.resize(options_.count);
+  store_.SetKeyClasses(options_.key_classes);
+  store_.SetMemoryLimit(group_->maxmemory_share());
 }
 
 Shard::~Shard() {
@@ -242,6 +247,7 @@ void Shard::Turn(int timeout_ms) {
   FlushOutbound();
 
   if (store_.KeysWithExpiry() > 0) store_.ExpireSome(kExpireBudgetPerTurn);
+  EnforceMemoryCap();
   if (now_ms_ >= next_timer_ms_) {
     next_timer_ms_ = now_ms_ + kTimerPeriodMs;
     Timers();
@@ -364,6 +370,7 @@ void Shard::ProcessInput(Connection* conn, std::string_view data, bool from_scra
     Close(conn, "query buffer limit reached");
     return;
   }
+  AccountBuffers(conn);
   if (InputPaused(conn)) UpdateInterest(conn);
 }
 
@@ -411,7 +418,7 @@ void Shard::Dispatch(Connection* conn, std::span<const std::string_view> args) {
                                    .shard_count = options_.count,
                                    .caller_id = conn->client.id,
                                    .slots = &slot_table_};
-      spec->handler(ctx);
+      if (commands::AdmitWrite(*spec, ctx)) spec->handler(ctx);
       if (conn->client.close_after_reply) conn->close_after_flush = true;
       return;
     }
@@ -429,7 +436,7 @@ void Shard::Dispatch(Connection* conn, std::span<const std::string_view> args) {
                                      .caller_id = conn->client.id,
                                      .slot = plan_.slot,
                                      .slots = &slot_table_};
-        spec->handler(ctx);
+        if (commands::AdmitWrite(*spec, ctx)) spec->handler(ctx);
         return;
       }
       break;
@@ -475,7 +482,7 @@ void Shard::RunPart(const commands::CommandSpec* spec, std::span<const std::stri
                                .caller_id = caller_id,
                                .slot = slot,
                                .slots = &slot_table_};
-  spec->handler(ctx);
+  if (commands::AdmitWrite(*spec, ctx)) spec->handler(ctx);
 }
 
 void Shard::StartGather(Connection* conn, std::span<const std::string_view> args) {
@@ -716,6 +723,7 @@ void Shard::Write(Connection* conn) {
       conn->out_sent = 0;
     }
   }
+  AccountBuffers(conn);
   size_t pending_bytes = conn->unsent();
   if (pending_bytes > static_cast<size_t>(options_.client_output_buffer_limit)) {
     Close(conn, "output buffer limit reached");
@@ -760,6 +768,9 @@ void Shard::Close(Connection* conn, const char* reason) {
   close(conn->fd);
   conn->fd = -1;
   conn->closed = true;
+  connection_bytes_ -= conn->accounted_bytes;
+  conn->accounted_bytes = 0;
+  store_.SetExternalBytes(connection_bytes_);
   group_->ReleaseClient();
   --stats_.connected_clients;
   // Slots still referenced by in-flight requests are recycled when their replies arrive.
@@ -797,6 +808,21 @@ void Shard::Timers() {
     }
     for (Connection* conn : idle) Close(conn, nullptr);
   }
+}
+
+void Shard::AccountBuffers(Connection* conn) {
+  const size_t bytes = conn->in.capacity() + conn->out.capacity();
+  if (bytes == conn->accounted_bytes) return;
+  connection_bytes_ += bytes - conn->accounted_bytes;
+  conn->accounted_bytes = bytes;
+  store_.SetExternalBytes(connection_bytes_);
+}
+
+// The memory cap (design §2.5): CONFIG SET may have moved it, and what writes left over the cap
+// is evicted here a bounded step per turn.
+void Shard::EnforceMemoryCap() {
+  store_.SetMemoryLimit(group_->maxmemory_share());
+  if (store_.OverLimit()) store_.EvictSome(kEvictBudgetPerTurn);
 }
 
 void Shard::BeginStop() {
@@ -876,7 +902,18 @@ void Shard::CollectStats(commands::ShardStats* stats) {
   stats->keys = store_.Size();
   stats->keys_with_expiry = store_.KeysWithExpiry();
   stats->expired_keys = store_.expired_keys();
-  stats->used_bytes = store_.UsedBytes();
+  stats->used_bytes = store_.AllocatedBytes() + connection_bytes_;
+  stats->reserved_bytes = store_.UsedBytes();
+  stats->maxmemory = store_.memory_limit();
+  stats->evicted_keys = store_.evicted_keys();
+  const core::KeyClassTable& classes = store_.key_classes();
+  for (size_t c = 0; c < classes.size() && c < commands::kMaxReportedClasses; ++c) {
+    const core::Store::ClassStats& class_stats = store_.class_stats(c);
+    stats->class_keys[c] = class_stats.keys;
+    stats->class_bytes[c] = class_stats.bytes;
+    stats->class_evicted[c] = class_stats.evicted;
+    stats->class_expired[c] = class_stats.expired;
+  }
   stats->dataset_bytes = store_.LogicalBytes();
   stats->expiry_lag_ms = static_cast<uint64_t>(std::max<int64_t>(0, store_.ExpiryLagMs()));
   uint64_t output = 0;

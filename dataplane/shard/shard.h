@@ -79,6 +79,7 @@ struct ShardOptions {
   commands::Limits command_limits;
   int64_t client_output_buffer_limit = 256ll * 1024 * 1024;
   int64_t client_query_buffer_limit = 1024ll * 1024 * 1024;
+  core::KeyClassTable key_classes;
 };
 
 class Shard final : public commands::ShardServices {
@@ -143,6 +144,8 @@ class Shard final : public commands::ShardServices {
   void Close(Connection* conn, const char* reason);
   void MaybeFree(Connection* conn);
   void Timers();
+  void EnforceMemoryCap();
+  void AccountBuffers(Connection* conn);
   void BeginStop();
   bool Drained() const;
 
@@ -185,6 +188,7 @@ class Shard final : public commands::ShardServices {
   uint64_t random_state_;
 
   commands::ShardStats stats_;
+  size_t connection_bytes_ = 0;  // input and output buffers of this shard's connections
 
   struct NameHash {
     using is_transparent = void;

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include "dataplane/commands/glob_util.h"
+#include "dataplane/commands/memory_guard.h"
 
 namespace keep::shard {
 
@@ -13,8 +14,12 @@ ShardGroup::ShardGroup(std::vector<ShardOptions> shard_options, core::SlotFuncti
       maxclients_(maxclients),
       config_view_(std::move(config_view)) {
   int count = static_cast<int>(shard_options.size());
+  shard_count_ = count;
   if (auto it = config_view_.find("timeout"); it != config_view_.end()) {
     timeout_seconds_ = std::stoll(it->second);
+  }
+  if (auto it = config_view_.find("maxmemory"); it != config_view_.end()) {
+    maxmemory_ = std::stoll(it->second);
   }
   rings_.resize(static_cast<size_t>(count) * count);
   for (int from = 0; from < count; ++from) {
@@ -89,6 +94,14 @@ std::string ShardGroup::ConfigSet(std::string_view name, std::string_view value)
     else
       maxclients_ = parsed;
     config_view_[lower] = std::to_string(parsed);
+    return "";
+  }
+  if (lower == "maxmemory") {
+    // Redis's units (CONFIG SET maxmemory 64mb), applied by every shard on its next turn.
+    std::optional<int64_t> bytes = commands::ParseMemoryValue(value);
+    if (!bytes || *bytes < 0) return failed("argument must be a memory value");
+    maxmemory_ = *bytes;
+    config_view_[lower] = std::to_string(*bytes);
     return "";
   }
   // Keep never persists: these are accepted only with the value that says so, which is what
