@@ -14,16 +14,14 @@ const std::string kOom = resp::Err(kOomError);
 class MemoryFamilyTest : public CommandFixture {
  protected:
   MemoryFamilyTest()
-      : CommandFixture(2,
-                       {ServerCommands(), ConnectionCommands(), StringCommands(), KeyCommands(),
-                        CounterCommands(), LockCommands()}) {
+      : CommandFixture(2, {ServerCommands(), ConnectionCommands(), StringCommands(), KeyCommands(),
+                           CounterCommands(), LockCommands()}) {
     set_services(&services_);
     core::KeyClassTable classes;
     std::string error;
-    EXPECT_TRUE(core::KeyClassTable::Build({{"ledger", "l", "none"},
-                                            {"config", "c", "pinned"},
-                                            {"session", "s", "ttl"}},
-                                           &classes, &error))
+    EXPECT_TRUE(core::KeyClassTable::Build(
+        {{"ledger", "l", "none"}, {"config", "c", "pinned"}, {"session", "s", "ttl"}}, &classes,
+        &error))
         << error;
     for (int i = 0; i < shard_count(); ++i) store(i).SetKeyClasses(classes);
   }
@@ -98,8 +96,7 @@ TEST_F(MemoryFamilyTest, MemoryUsage) {
             resp::Err("ERR value is not an integer or out of range"));
   EXPECT_EQ(Run({"MEMORY", "USAGE", "k", "SAMPLES", "-1"}), resp::Err("ERR syntax error"));
   EXPECT_EQ(Run({"MEMORY", "USAGE", "k", "bogus"}), resp::Err("ERR syntax error"));
-  EXPECT_EQ(Run({"MEMORY", "NOPE"}),
-            resp::Err("ERR unknown subcommand 'NOPE'. Try MEMORY HELP."));
+  EXPECT_EQ(Run({"MEMORY", "NOPE"}), resp::Err("ERR unknown subcommand 'NOPE'. Try MEMORY HELP."));
   EXPECT_EQ(Run({"MEMORY", "USAGE", std::string("\x00\xff", 2)}), resp::kNil);
   EXPECT_TRUE(Run({"MEMORY", "HELP"}).starts_with("*"));
 }
@@ -110,7 +107,7 @@ TEST_F(MemoryFamilyTest, MemoryStatsIsAMap) {
   services_.stats_.class_keys[2] = 3;
   const std::string stats = RunResp3({"MEMORY", "STATS"});
   EXPECT_TRUE(stats.starts_with("%13\r\n")) << stats;  // 9 fields and 4 classes
-  EXPECT_NE(stats.find("$11\r\nkeys.count\r\n:20\r\n"), std::string::npos) << stats;
+  EXPECT_NE(stats.find("$10\r\nkeys.count\r\n:20\r\n"), std::string::npos) << stats;
   EXPECT_NE(stats.find("$12\r\nclass.config\r\n%5\r\n$6\r\npolicy\r\n$6\r\npinned\r\n"
                        "$4\r\nkeys\r\n:6\r\n"),
             std::string::npos)
@@ -134,14 +131,15 @@ TEST_F(MemoryFamilyTest, InfoReportsMemoryEvictionAndClasses) {
   EXPECT_NE(memory.find("maxmemory_policy:allkeys-lru\r\n"), std::string::npos);
   EXPECT_NE(Run({"INFO", "stats"}).find("evicted_keys:14\r\n"), std::string::npos);
   const std::string keyspace = Run({"INFO", "keyspace"});
-  EXPECT_NE(keyspace.find("# Keyclasses\r\n"
-                          "class_default:policy=lru,keys=0,bytes=0,evicted_keys=0,expired_keys=0\r\n"
-                          "class_ledger:policy=none,keys=0,bytes=0,evicted_keys=0,expired_keys=0\r\n"
-                          "class_config:policy=pinned,keys=0,bytes=0,evicted_keys=0,"
-                          "expired_keys=0\r\n"
-                          "class_session:policy=ttl,keys=8,bytes=0,evicted_keys=2,expired_keys=0"
-                          "\r\n"),
-            std::string::npos)
+  EXPECT_NE(
+      keyspace.find("# Keyclasses\r\n"
+                    "class_default:policy=lru,keys=0,bytes=0,evicted_keys=0,expired_keys=0\r\n"
+                    "class_ledger:policy=none,keys=0,bytes=0,evicted_keys=0,expired_keys=0\r\n"
+                    "class_config:policy=pinned,keys=0,bytes=0,evicted_keys=0,"
+                    "expired_keys=0\r\n"
+                    "class_session:policy=ttl,keys=8,bytes=0,evicted_keys=2,expired_keys=0"
+                    "\r\n"),
+      std::string::npos)
       << keyspace;
 }
 

@@ -15,13 +15,20 @@ std::optional<int64_t> ParseMemoryValue(std::string_view text) {
   std::string unit;
   for (char c : text.substr(digits)) unit.push_back(static_cast<char>(c | 0x20));
   int64_t scale = 0;
-  if (unit.empty() || unit == "b") scale = 1;
-  else if (unit == "k") scale = 1000;
-  else if (unit == "kb") scale = 1024;
-  else if (unit == "m") scale = 1000 * 1000;
-  else if (unit == "mb") scale = 1024 * 1024;
-  else if (unit == "g") scale = 1000 * 1000 * 1000;
-  else if (unit == "gb") scale = int64_t{1} << 30;
+  if (unit.empty() || unit == "b")
+    scale = 1;
+  else if (unit == "k")
+    scale = 1000;
+  else if (unit == "kb")
+    scale = 1024;
+  else if (unit == "m")
+    scale = 1000 * 1000;
+  else if (unit == "mb")
+    scale = 1024 * 1024;
+  else if (unit == "g")
+    scale = 1000 * 1000 * 1000;
+  else if (unit == "gb")
+    scale = int64_t{1} << 30;
   if (scale == 0 || number > INT64_MAX / scale) return std::nullopt;
   return number * scale;
 }
@@ -33,8 +40,8 @@ bool AdmitWriteSlow(const CommandSpec& spec, CommandContext& ctx) {
   // The class that decides: a key of a `none` class refuses the whole write, else the first key.
   uint8_t klass = core::KeyClassTable::kDefaultClass;
   if (spec.first_key > 0 && static_cast<size_t>(spec.first_key) < ctx.args.size()) {
-    const size_t last = spec.last_key < 0 ? ctx.args.size() + spec.last_key
-                                          : static_cast<size_t>(spec.last_key);
+    const size_t last =
+        spec.last_key < 0 ? ctx.args.size() + spec.last_key : static_cast<size_t>(spec.last_key);
     const size_t step = spec.key_step > 0 ? static_cast<size_t>(spec.key_step) : 1;
     klass = classes.ClassOf(ctx.args[spec.first_key]);
     for (size_t i = spec.first_key; i <= last && i < ctx.args.size(); i += step) {

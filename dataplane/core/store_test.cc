@@ -412,8 +412,8 @@ TEST_F(StoreModelTest, RandomOperationsMatchTheModel) {
   store_.SetNow(now_);
   KeyClassTable classes;
   std::string error;
-  ASSERT_TRUE(KeyClassTable::Build({{"k", "k", "ttl"}, {"bursts", "b", "lru"}, {"big", "A-D", "none"}},
-                                   &classes, &error))
+  ASSERT_TRUE(KeyClassTable::Build(
+      {{"k", "k", "ttl"}, {"bursts", "b", "lru"}, {"big", "A-D", "none"}}, &classes, &error))
       << error;
   store_.SetKeyClasses(classes);
   const int kOperations = 250000 / (std::getenv("KEEP_QUICK") ? 10 : 1);
