@@ -222,7 +222,8 @@ void CombineInfo(const CombineInput& input, proto::ReplyWriter& reply) {
     section("Keyclasses");
     for (size_t c = 0; c < info_classes->size() && c < kMaxReportedClasses; ++c) {
       Line(&out, "class_" + std::string(info_classes->NameOf(static_cast<uint8_t>(c))),
-           "policy=" + std::string(core::PolicyName(info_classes->PolicyOf(static_cast<uint8_t>(c)))) +
+           "policy=" +
+               std::string(core::PolicyName(info_classes->PolicyOf(static_cast<uint8_t>(c)))) +
                ",keys=" + std::to_string(stats.class_keys[c]) +
                ",bytes=" + std::to_string(stats.class_bytes[c]) +
                ",evicted_keys=" + std::to_string(stats.class_evicted[c]) +

@@ -185,8 +185,8 @@ void Shard::Run() {
       // Keep serving the rings until every shard is done: others may still need our replies.
       if (reported_drained_ && group_->AllDrained()) break;
     }
-    bool busy =
-        !resume_list_.empty() || std::any_of(outbound_.begin(), outbound_.end(),
+    // Still over the memory cap after a turn that evicted: go on next turn without parking.
+    bool busy = evicting_ || !resume_list_.empty() || std::any_of(outbound_.begin(), outbound_.end(),
                                              [](const auto& queue) { return !queue.empty(); });
     int timeout = busy ? 0 : static_cast<int>(std::max<int64_t>(0, next_timer_ms_ - now_ms_));
     if (stopping_) timeout = std::min(timeout, 10);
@@ -822,7 +822,7 @@ void Shard::AccountBuffers(Connection* conn) {
 // is evicted here a bounded step per turn.
 void Shard::EnforceMemoryCap() {
   store_.SetMemoryLimit(group_->maxmemory_share());
-  if (store_.OverLimit()) store_.EvictSome(kEvictBudgetPerTurn);
+  evicting_ = store_.OverLimit() && store_.EvictSome(kEvictBudgetPerTurn) > 0 && store_.OverLimit();
 }
 
 void Shard::BeginStop() {
@@ -904,7 +904,7 @@ void Shard::CollectStats(commands::ShardStats* stats) {
   stats->expired_keys = store_.expired_keys();
   stats->used_bytes = store_.AllocatedBytes() + connection_bytes_;
   stats->reserved_bytes = store_.UsedBytes();
-  stats->maxmemory = store_.memory_limit();
+  stats->maxmemory = static_cast<uint64_t>(group_->maxmemory());
   stats->evicted_keys = store_.evicted_keys();
   const core::KeyClassTable& classes = store_.key_classes();
   for (size_t c = 0; c < classes.size() && c < commands::kMaxReportedClasses; ++c) {

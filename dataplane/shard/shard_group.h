@@ -58,6 +58,7 @@ class ShardGroup {
   int64_t timeout_seconds() const { return timeout_seconds_.load(std::memory_order_relaxed); }
   // --maxmemory (CONFIG SET maxmemory) split evenly across the shards; 0: no cap.
   void set_maxmemory(int64_t bytes) { maxmemory_.store(bytes, std::memory_order_relaxed); }
+  int64_t maxmemory() const { return maxmemory_.load(std::memory_order_relaxed); }
   size_t maxmemory_share() const {
     return static_cast<size_t>(maxmemory_.load(std::memory_order_relaxed)) /
            static_cast<size_t>(std::max(1, shard_count_));
