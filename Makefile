@@ -84,6 +84,7 @@ test: deps
 # Side-by-side comparison against redis-server (and the floor) on loopback; ratios, not absolutes.
 bench: deps build
 	bench/compare.sh
+	bench/memory.sh
 
 format:
 	git ls-files '*.cc' '*.h' | xargs clang-format -i

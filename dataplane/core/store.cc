@@ -574,6 +574,9 @@ size_t Store::ExpireSome(size_t budget) {
   }
   if (erased > 0) m.last_slot = nullptr;
   expired_keys_ += erased;
+  // Everything expired: give the table's segments and the record pages back at once (the slab
+  // allocator keeps freed small objects for reuse otherwise, and segments never merge).
+  if (erased > 0 && m.table.size() == 0 && m.table.segment_count() > 1) Clear();
   return erased;
 }
 
