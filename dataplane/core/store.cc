@@ -533,6 +533,9 @@ void Store::Clear() {
   m.table.Forget();
   m.slab.Reset();
   m.arena.Reset();
+  // Every chunk the store used is dirty and resident: unmap them all, so the fresh table starts
+  // in a fresh mapping and the process is back to its starting size.
+  m.pool.Trim();
   m.table.Clear();
   m.pool.Maintain();
   m.with_expiry = 0;

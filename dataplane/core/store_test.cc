@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "dataplane/core/chunk_pool.h"
+
 namespace keep::core {
 namespace {
 
@@ -616,6 +618,33 @@ TEST(StoreEvictionTest, ExpiredKeysGoFirstAndCountAsExpired) {
   EXPECT_EQ(store.Size(), 0u);
   EXPECT_EQ(store.evicted_keys(), 0u);
   EXPECT_EQ(store.expired_keys(), 1000u);
+}
+
+TEST(StoreTest, ExpiryOfEverythingReturnsTheMemory) {
+  Store store;
+  store.SetNow(1000);
+  store.Maintain();
+  const size_t empty = store.UsedBytes();
+  for (int i = 0; i < 100000; ++i)
+    store.SetExpireAt(store.Insert(K("e", i), "value"), 2000 + i % 7);
+  store.Insert("keep-alive", "v");
+  store.SetNow(3000);
+  while (store.ExpireSome(4096) > 0) {
+  }
+  // One key left: the table and the pages stay for reuse.
+  EXPECT_GT(store.UsedBytes(), empty + ChunkPool::kChunkSize);
+  EXPECT_TRUE(store.Erase("keep-alive"));
+  for (int i = 0; i < 1000; ++i) store.SetExpireAt(store.Insert(K("f", i), "value"), 3500);
+  store.SetNow(4000);
+  while (store.ExpireSome(4096) > 0) {
+  }
+  // Nothing left: everything goes back at once.
+  EXPECT_EQ(store.Size(), 0u);
+  EXPECT_EQ(store.UsedBytes(), empty);
+  EXPECT_EQ(store.class_stats(0).keys, 0u);
+  EXPECT_EQ(store.expired_keys(), 101000u);
+  store.Insert("again", "v");
+  EXPECT_EQ(store.Value(store.Find("again")), "v");
 }
 
 TEST(StoreEvictionTest, AccessClockIsLogical) {

@@ -186,8 +186,9 @@ void Shard::Run() {
       if (reported_drained_ && group_->AllDrained()) break;
     }
     // Still over the memory cap after a turn that evicted: go on next turn without parking.
-    bool busy = evicting_ || !resume_list_.empty() || std::any_of(outbound_.begin(), outbound_.end(),
-                                             [](const auto& queue) { return !queue.empty(); });
+    bool busy = evicting_ || !resume_list_.empty() ||
+                std::any_of(outbound_.begin(), outbound_.end(),
+                            [](const auto& queue) { return !queue.empty(); });
     int timeout = busy ? 0 : static_cast<int>(std::max<int64_t>(0, next_timer_ms_ - now_ms_));
     if (stopping_) timeout = std::min(timeout, 10);
     Turn(timeout);
