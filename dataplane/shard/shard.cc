@@ -214,6 +214,8 @@ void Shard::Turn(int timeout_ms) {
   parked_.store(false, std::memory_order_relaxed);
   now_ms_ = clock_.NowMillis();
   store_.SetNow(now_ms_);
+  // CONFIG SET maxmemory on any shard applies from this shard's next turn.
+  store_.SetMemoryLimit(group_->maxmemory_share());
 
   for (int i = 0; i < ready; ++i) {
     uint64_t tag = events[i].data.u64;
@@ -819,10 +821,8 @@ void Shard::AccountBuffers(Connection* conn) {
   store_.SetExternalBytes(connection_bytes_);
 }
 
-// The memory cap (design §2.5): CONFIG SET may have moved it, and what writes left over the cap
-// is evicted here a bounded step per turn.
+// The memory cap (design §2.5): what writes left over the cap is evicted a bounded step per turn.
 void Shard::EnforceMemoryCap() {
-  store_.SetMemoryLimit(group_->maxmemory_share());
   evicting_ = store_.OverLimit() && store_.EvictSome(kEvictBudgetPerTurn) > 0 && store_.OverLimit();
 }
 
