@@ -185,8 +185,9 @@ void Shard::Run() {
       // Keep serving the rings until every shard is done: others may still need our replies.
       if (reported_drained_ && group_->AllDrained()) break;
     }
-    // Still over the memory cap after a turn that evicted: go on next turn without parking.
-    bool busy = evicting_ || !resume_list_.empty() ||
+    // Still over the memory cap after a turn that evicted, or mass expiry under way: go on
+    // next turn without parking.
+    bool busy = evicting_ || expiring_ || !resume_list_.empty() ||
                 std::any_of(outbound_.begin(), outbound_.end(),
                             [](const auto& queue) { return !queue.empty(); });
     int timeout = busy ? 0 : static_cast<int>(std::max<int64_t>(0, next_timer_ms_ - now_ms_));
@@ -249,7 +250,15 @@ void Shard::Turn(int timeout_ms) {
   DrainInbound();
   FlushOutbound();
 
-  if (store_.KeysWithExpiry() > 0) store_.ExpireSome(kExpireBudgetPerTurn);
+  if (store_.KeysWithExpiry() > 0) {
+    // While the sweep keeps finding expired keys, give it a tick's budget every turn and do not
+    // park between turns (as Redis repeats its active expire cycle while a quarter of its
+    // samples were expired), so mass expiry is reclaimed in seconds, still in bounded steps.
+    const size_t budget = expiring_ ? kExpireBudgetPerTick : kExpireBudgetPerTurn;
+    expiring_ = store_.ExpireSome(budget) >= budget / 8;
+  } else {
+    expiring_ = false;
+  }
   EnforceMemoryCap();
   if (now_ms_ >= next_timer_ms_) {
     next_timer_ms_ = now_ms_ + kTimerPeriodMs;

@@ -190,6 +190,7 @@ class Shard final : public commands::ShardServices {
   commands::ShardStats stats_;
   size_t connection_bytes_ = 0;  // input and output buffers of this shard's connections
   bool evicting_ = false;        // over the memory cap and eviction is making progress
+  bool expiring_ = false;        // the last sweep found many expired keys
 
   struct NameHash {
     using is_transparent = void;
