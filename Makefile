@@ -85,6 +85,7 @@ test: deps
 bench: deps build
 	bench/compare.sh
 	bench/metrics_cost.sh
+	bench/memory.sh
 
 format:
 	git ls-files '*.cc' '*.h' | xargs clang-format -i

@@ -1,4 +1,4 @@
-// Server commands: INFO, CONFIG, COMMAND, TIME, SHUTDOWN, DEBUG.
+// Server commands: INFO, CONFIG, COMMAND, TIME, SHUTDOWN, DEBUG, MEMORY.
 #include <sys/resource.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -46,6 +46,7 @@ ShardStats SumStats(const CombineInput& input) {
   static_assert(kFields * sizeof(uint64_t) == sizeof(ShardStats));
   auto* sum = reinterpret_cast<uint64_t*>(&total);
   uint64_t max_lag = 0;
+  uint64_t max_memory = 0;
   for (PartResult* part : input.parts) {
     if (part == nullptr || part->resp.size() != sizeof(ShardStats)) continue;
     uint64_t values[kFields];
@@ -54,8 +55,10 @@ ShardStats SumStats(const CombineInput& input) {
     ShardStats shard;
     std::memcpy(&shard, part->resp.data(), sizeof(shard));
     max_lag = std::max(max_lag, shard.expiry_lag_ms);
+    max_memory = std::max(max_memory, shard.maxmemory);
   }
   total.expiry_lag_ms = max_lag;
+  total.maxmemory = max_memory;  // every shard reports the member's cap
   return total;
 }
 
@@ -96,6 +99,12 @@ void Line(std::string* out, std::string_view key, uint64_t value) {
 // One shard ran the part and the combiner formats; `facts` come from that part's shard, so the
 // combiner gets them through a static copy made when the part ran on the originating shard.
 thread_local const ServerFacts* info_facts = nullptr;
+// Likewise the key class table (the same on every shard).
+thread_local const core::KeyClassTable* info_classes = nullptr;
+
+std::string_view MaxmemoryPolicy() {
+  return core::RedisPolicyName(info_classes->PolicyOf(core::KeyClassTable::kDefaultClass));
+}
 
 void CombineInfo(const CombineInput& input, proto::ReplyWriter& reply) {
   ShardStats stats = SumStats(input);
@@ -155,9 +164,11 @@ void CombineInfo(const CombineInput& input, proto::ReplyWriter& reply) {
     Line(&out, "used_memory_dataset", stats.dataset_bytes);
     Line(&out, "used_memory_rss", rss);
     Line(&out, "used_memory_rss_human", HumanBytes(rss));
-    Line(&out, "maxmemory", facts.maxmemory);
-    Line(&out, "maxmemory_human", HumanBytes(facts.maxmemory));
-    Line(&out, "maxmemory_policy", "noeviction");
+    // What the shards' stores hold from the OS, free space for reuse included.
+    Line(&out, "used_memory_reserved", stats.reserved_bytes);
+    Line(&out, "maxmemory", stats.maxmemory);
+    Line(&out, "maxmemory_human", HumanBytes(stats.maxmemory));
+    Line(&out, "maxmemory_policy", MaxmemoryPolicy());
     Line(&out, "mem_clients_normal",
          stats.client_output_buffer_bytes + stats.client_query_buffer_bytes);
   }
@@ -176,7 +187,7 @@ void CombineInfo(const CombineInput& input, proto::ReplyWriter& reply) {
     Line(&out, "rejected_connections", stats.rejected_connections);
     Line(&out, "expired_keys", stats.expired_keys);
     Line(&out, "expiry_lag_ms", stats.expiry_lag_ms);
-    Line(&out, "evicted_keys", uint64_t{0});
+    Line(&out, "evicted_keys", stats.evicted_keys);
     Line(&out, "keyspace_hits", stats.keyspace_hits);
     Line(&out, "keyspace_misses", stats.keyspace_misses);
     Line(&out, "cross_shard_requests", stats.cross_shard_requests);
@@ -207,12 +218,109 @@ void CombineInfo(const CombineInput& input, proto::ReplyWriter& reply) {
                ",expires=" + std::to_string(stats.keys_with_expiry) + ",avg_ttl=0");
     }
   }
+  if (want("keyspace") || want("keyclasses")) {
+    // Keep's key classes (design §2.5), after Redis's own section so clients parse both.
+    section("Keyclasses");
+    for (size_t c = 0; c < info_classes->size() && c < kMaxReportedClasses; ++c) {
+      Line(&out, "class_" + std::string(info_classes->NameOf(static_cast<uint8_t>(c))),
+           "policy=" +
+               std::string(core::PolicyName(info_classes->PolicyOf(static_cast<uint8_t>(c)))) +
+               ",keys=" + std::to_string(stats.class_keys[c]) +
+               ",bytes=" + std::to_string(stats.class_bytes[c]) +
+               ",evicted_keys=" + std::to_string(stats.class_evicted[c]) +
+               ",expired_keys=" + std::to_string(stats.class_expired[c]));
+    }
+  }
   reply.Verbatim("txt", out);
 }
 
 void Info(CommandContext& ctx) {
   info_facts = &ctx.services->facts();
+  info_classes = &ctx.store.key_classes();
   InfoPart(ctx);
+}
+
+// --- MEMORY ---
+
+Routing MemoryRoute(std::span<const std::string_view> args) {
+  if (EqualsIgnoreCase(args[1], "usage") && args.size() >= 3) return Routing::kSingleKey;
+  if (EqualsIgnoreCase(args[1], "stats") && args.size() == 2) return Routing::kAllShards;
+  return Routing::kLocal;
+}
+
+// MEMORY USAGE key [SAMPLES count]: the bytes the key costs (Store::KeyFootprint); SAMPLES is
+// accepted as Redis does and changes nothing (a string has no elements to sample).
+void MemoryUsage(CommandContext& ctx) {
+  for (size_t i = 3; i < ctx.args.size(); ++i) {
+    if (EqualsIgnoreCase(ctx.args[i], "samples") && i + 1 < ctx.args.size()) {
+      int64_t samples = 0;
+      if (!ParseInt64(ctx.args[i + 1], &samples)) return ReplyError(ctx, errors::kNotInteger);
+      if (samples < 0) return ReplyError(ctx, errors::kSyntax);
+      ++i;
+    } else {
+      return ReplyError(ctx, errors::kSyntax);
+    }
+  }
+  core::Store::Ref ref = ctx.store.Find(ctx.args[2]);
+  if (ref == nullptr) return ctx.reply.Null();
+  ctx.reply.Integer(static_cast<int64_t>(ctx.store.KeyFootprint(ref)));
+}
+
+void Memory(CommandContext& ctx) {
+  std::string sub = AsciiLower(ctx.args[1]);
+  if (sub == "usage") {
+    if (ctx.args.size() < 3) return SubcommandArity(ctx, "memory");
+    return MemoryUsage(ctx);
+  }
+  if (sub == "stats") {
+    if (ctx.args.size() != 2) return SubcommandArity(ctx, "memory");
+    info_classes = &ctx.store.key_classes();
+    return InfoPart(ctx);
+  }
+  if (sub == "help") {
+    if (ctx.args.size() != 2) return SubcommandArity(ctx, "memory");
+    static constexpr std::string_view kHelp[] = {
+        "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "STATS",
+        "    Return information about the memory usage of the server.",
+        "USAGE <key> [SAMPLES <count>]",
+        "    Return memory in bytes used by <key> and its value. Nested values are",
+        "    sampled up to <count> times (default: 5, 0 means sample all).",
+    };
+    return ReplyHelp(ctx.reply, kHelp);
+  }
+  UnknownSubcommand(ctx, "memory");
+}
+
+// MEMORY STATS: Redis's map shape with the fields Keep can state exactly, then per class.
+void CombineMemoryStats(const CombineInput& input, proto::ReplyWriter& reply) {
+  if (ReplyFirstFailure(input, reply)) return;
+  ShardStats stats = SumStats(input);
+  const size_t classes = std::min(info_classes->size(), kMaxReportedClasses);
+  reply.MapHeader(9 + classes);
+  auto field = [&](std::string_view name, uint64_t value) {
+    reply.Bulk(name);
+    reply.Integer(static_cast<int64_t>(value));
+  };
+  field("total.allocated", stats.used_bytes);
+  field("clients.normal", stats.client_output_buffer_bytes + stats.client_query_buffer_bytes);
+  field("keys.count", stats.keys);
+  field("keys.bytes-per-key", stats.keys == 0 ? 0 : stats.used_bytes / stats.keys);
+  field("dataset.bytes", stats.dataset_bytes);
+  field("reserved.bytes", stats.reserved_bytes);
+  field("rss.bytes", ResidentBytes());
+  field("maxmemory", stats.maxmemory);
+  field("evicted.keys", stats.evicted_keys);
+  for (size_t c = 0; c < classes; ++c) {
+    reply.Bulk("class." + std::string(info_classes->NameOf(static_cast<uint8_t>(c))));
+    reply.MapHeader(5);
+    reply.Bulk("policy");
+    reply.Bulk(core::PolicyName(info_classes->PolicyOf(static_cast<uint8_t>(c))));
+    field("keys", stats.class_keys[c]);
+    field("bytes", stats.class_bytes[c]);
+    field("evicted", stats.class_evicted[c]);
+    field("expired", stats.class_expired[c]);
+  }
 }
 
 // --- CONFIG ---
@@ -509,6 +617,21 @@ void CombineDebug(const CombineInput& input, proto::ReplyWriter& reply) {
 }
 
 constexpr CommandSpec kServerCommands[] = {
+    {.name = "memory",
+     .arity = -2,
+     .flags = 0,
+     .first_key = 2,  // MEMORY USAGE's key; the other subcommands take none
+     .last_key = 2,
+     .key_step = 1,
+     .routing = Routing::kLocal,
+     .handler = Memory,
+     .combine = CombineMemoryStats,
+     .group = "server",
+     .summary = "A container for memory diagnostics commands",
+     .since = "4.0.0",
+     .complexity = "Depends on subcommand.",
+     .acl_categories = "@slow",
+     .route_of = MemoryRoute},
     {.name = "info",
      .arity = -1,
      .flags = kLoading | kStale,

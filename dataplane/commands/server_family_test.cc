@@ -22,12 +22,16 @@ TEST_F(ServerFamilyTest, InfoSumsShardsAndSelectsSections) {
   // Two shards each report 3 clients and 10 commands.
   EXPECT_NE(reply.find("connected_clients:6\r\n"), std::string::npos);
   EXPECT_NE(reply.find("total_commands_processed:20\r\n"), std::string::npos);
+  // Redis's section first (clients parse it), then Keep's key classes.
+  const std::string classes =
+      "\r\n# Keyclasses\r\nclass_default:policy=lru,keys=0,bytes=0,evicted_keys=0,"
+      "expired_keys=0\r\n";
   std::string keyspace = Run({"INFO", "keyspace"});
-  EXPECT_EQ(keyspace, resp::Bulk("# Keyspace\r\n"));
+  EXPECT_EQ(keyspace, resp::Bulk("# Keyspace\r\n" + classes));
   services_.stats_.keys = 5;
   services_.stats_.keys_with_expiry = 1;
   EXPECT_EQ(Run({"INFO", "KEYSPACE"}),
-            resp::Bulk("# Keyspace\r\ndb0:keys=10,expires=2,avg_ttl=0\r\n"));
+            resp::Bulk("# Keyspace\r\ndb0:keys=10,expires=2,avg_ttl=0\r\n" + classes));
   EXPECT_EQ(Run({"INFO", "nosuchsection"}), resp::Bulk(""));
   // Counters add up over shards; expiry lag is the worst shard's, not a sum.
   services_.stats_.expiry_lag_ms = 40;

@@ -16,6 +16,9 @@ namespace keep::commands {
 // The Redis version Keep answers as in HELLO and INFO: the one whose behaviour it reproduces.
 inline constexpr std::string_view kRedisCompatVersion = "7.0.15";
 
+// Key classes INFO reports (a table has at most KeyClassTable::kMaxClasses).
+inline constexpr size_t kMaxReportedClasses = 64;
+
 // Counters one shard reports for INFO; the INFO combiner sums them over the shards.
 struct ShardStats {
   uint64_t keys = 0;
@@ -40,6 +43,16 @@ struct ShardStats {
   uint64_t expiry_lag_ms = 0;
   // Binary subscription events a slow subscriber lost (its output was over the limit).
   uint64_t pubsub_dropped_events = 0;
+  // Memory: used_bytes is what the cap measures (live allocations and connection buffers);
+  // reserved_bytes what the store holds from the OS (Store::UsedBytes); maxmemory the cap.
+  uint64_t reserved_bytes = 0;
+  uint64_t maxmemory = 0;
+  uint64_t evicted_keys = 0;
+  // Per key class, indexed like the KeyClassTable.
+  uint64_t class_keys[kMaxReportedClasses] = {};
+  uint64_t class_bytes[kMaxReportedClasses] = {};
+  uint64_t class_evicted[kMaxReportedClasses] = {};
+  uint64_t class_expired[kMaxReportedClasses] = {};
 };
 
 // CLIENT KILL filters (the new form; the old "ip:port" form maps to addr).

@@ -1,5 +1,7 @@
 #include "dataplane/commands/test_fixture.h"
 
+#include "dataplane/commands/memory_guard.h"
+
 namespace keep::commands {
 
 CommandFixture::CommandFixture(int shard_count, std::vector<std::span<const CommandSpec>> families)
@@ -57,7 +59,7 @@ void CommandFixture::RunHandler(const CommandSpec& spec, int shard,
                      .caller_id = client_.id,
                      .slot = plan_.slot,
                      .slots = slot_tables_[shard].get()};
-  spec.handler(ctx);
+  if (AdmitWrite(spec, ctx)) spec.handler(ctx);
 }
 
 void CommandFixture::Combine(const CommandSpec& spec, std::vector<PartResult>& parts,

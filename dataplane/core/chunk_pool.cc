@@ -123,6 +123,14 @@ void ChunkPool::Maintain() {
   }
 }
 
+void ChunkPool::Trim() {
+  if (spare_ != nullptr) {
+    UnmapChunk(spare_);
+    spare_ = nullptr;
+  }
+  Drain();
+}
+
 void ChunkPool::Drain() {
   for (void* chunk : released_) UnmapChunk(chunk);
   released_.clear();

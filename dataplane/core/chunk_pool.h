@@ -32,6 +32,9 @@ class ChunkPool {
 
   // Unmaps what was released and makes sure a warm spare chunk is ready.
   void Maintain();
+  // Unmaps what was released and the spare too, so the next Acquire maps a fresh chunk whose
+  // untouched pages cost nothing resident (after the store was emptied).
+  void Trim();
 
   // Everything currently mapped: chunks in use, the spare, queued releases, large mappings.
   size_t reserved_bytes() const { return reserved_bytes_; }

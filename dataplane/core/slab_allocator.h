@@ -3,10 +3,15 @@
 //
 // Classes are fine-grained where records are common (every byte from 8 to 64, then 16 classes per
 // doubling up to 2 KiB), because a record rounded up to an 8-byte class would cost a small key
-// several percent of its memory. Each class carves 32 KiB pages taken from 2 MiB chunks of the
-// ChunkPool; a freed object goes on its class's free list (the link lives in the object itself)
-// and is reused first, which also keeps recently touched memory hot. Objects are not aligned
-// beyond what their size implies (a class size that is a multiple of 16 gives 16-byte alignment).
+// several percent of its memory. Memory comes in 2 MiB chunks from the ChunkPool, cut into 32 KiB
+// pages; each page serves one class at a time and keeps its own free list and live count in a
+// small descriptor at the start of its chunk (found from an object's address by masking), so:
+//   - a freed object goes back to its page and is reused first (recently touched memory is hot);
+//   - a page whose last object is freed goes back to a pool of empty pages that every class
+//     draws from, so memory freed by one size class serves the others (without this, a workload
+//     whose record sizes drift, e.g. keys one digit longer, would calcify pages in the old
+//     classes and grow without bound under eviction).
+// Objects are not aligned beyond what their size implies.
 #pragma once
 
 #include <array>
@@ -54,6 +59,7 @@ class SlabAllocator {
   static constexpr size_t kMaxSize = slab_detail::kMaxSize;
   static constexpr size_t kMinSize = 8;  // room for the free-list link
   static constexpr size_t kPageSize = size_t{32} << 10;
+  static constexpr size_t kPagesPerChunk = ChunkPool::kChunkSize / kPageSize;
   static constexpr size_t kClassCount = slab_detail::kClassCount;
 
   explicit SlabAllocator(ChunkPool* pool);
@@ -65,15 +71,20 @@ class SlabAllocator {
   void* Allocate(size_t size) {
     Class& c = classes_[ClassOf(size)];
     ++c.live;
-    if (c.free != nullptr) {
-      void* p = c.free;
-      std::memcpy(&c.free, p, sizeof(void*));
-      return p;
-    }
-    if (c.end - c.bump >= static_cast<ptrdiff_t>(c.size)) {
-      void* p = c.bump;
-      c.bump += c.size;
-      return p;
+    live_bytes_ += c.size;
+    if (Page* page = c.current; page != nullptr) {
+      if (page->free != nullptr) {
+        void* p = page->free;
+        std::memcpy(&page->free, p, sizeof(void*));
+        ++page->live;
+        return p;
+      }
+      if (page->end - page->bump >= static_cast<ptrdiff_t>(c.size)) {
+        void* p = page->bump;
+        page->bump += c.size;
+        ++page->live;
+        return p;
+      }
     }
     return Refill(c);
   }
@@ -81,8 +92,12 @@ class SlabAllocator {
   void Free(void* p, size_t size) {
     Class& c = classes_[ClassOf(size)];
     --c.live;
-    std::memcpy(p, &c.free, sizeof(void*));
-    c.free = static_cast<uint8_t*>(p);
+    live_bytes_ -= c.size;
+    Page* page = PageOf(p);
+    std::memcpy(p, &page->free, sizeof(void*));
+    page->free = static_cast<uint8_t*>(p);
+    --page->live;
+    if (page != c.current) OnFreeInOtherPage(c, page);
   }
 
   static size_t ClassOf(size_t size) { return slab_detail::kClassIndex[size]; }
@@ -92,26 +107,50 @@ class SlabAllocator {
   void Reset();
 
   // Bytes of live objects, counted at their class size.
-  size_t live_bytes() const;
+  size_t live_bytes() const { return live_bytes_; }
   size_t live_objects() const;
   size_t chunk_count() const { return chunks_.size(); }
+  // Empty pages waiting for any class.
+  size_t empty_pages() const { return empty_pages_.size(); }
 
  private:
-  struct Class {
-    uint8_t* free = nullptr;
-    uint8_t* bump = nullptr;
+  // One page's descriptor; the descriptors of a chunk's pages sit at the chunk's start.
+  struct Page {
+    uint8_t* free = nullptr;  // this page's free objects
+    uint8_t* bump = nullptr;  // first never-used byte
     uint8_t* end = nullptr;
+    Page* prev = nullptr;  // the class's list of pages with free objects
+    Page* next = nullptr;
+    uint32_t live = 0;
+    bool listed = false;
+  };
+  static constexpr size_t kDescriptorBytes = 4096;
+  static_assert(sizeof(Page) * kPagesPerChunk <= kDescriptorBytes);
+
+  struct Class {
+    Page* current = nullptr;  // where allocation happens; never on the list
+    Page* partial = nullptr;  // other pages with free objects
     uint32_t size = 0;
     size_t live = 0;
   };
 
+  static Page* PageOf(const void* p) {
+    auto address = reinterpret_cast<uintptr_t>(p);
+    auto* pages = reinterpret_cast<Page*>(address & ~(uintptr_t{ChunkPool::kChunkSize} - 1));
+    return &pages[(address & (ChunkPool::kChunkSize - 1)) / kPageSize];
+  }
+
   void* Refill(Class& c);
+  void OnFreeInOtherPage(Class& c, Page* page);
+  Page* NewPage();
+  static void Unlink(Class& c, Page* page);
 
   ChunkPool* pool_;
   std::array<Class, kClassCount> classes_;
-  uint8_t* chunk_bump_ = nullptr;
-  uint8_t* chunk_end_ = nullptr;
+  std::vector<Page*> empty_pages_;
+  size_t next_page_ = kPagesPerChunk;  // next never-used page of the last chunk
   std::vector<void*> chunks_;
+  size_t live_bytes_ = 0;
 };
 
 }  // namespace keep::core

@@ -48,8 +48,9 @@ struct ValueSpec {
 }  // namespace
 
 struct Store::Impl {
-  Impl() : seed(ProcessSeed()), table(&slab, &Rehash, this) {}
+  explicit Impl(Store* owner) : store(owner), seed(ProcessSeed()), table(&slab, &Rehash, this) {}
 
+  Store* store;
   // Member order matters: the table frees into the slab, which returns chunks to the pool.
   ChunkPool pool;
   SlabAllocator slab{&pool};
@@ -103,8 +104,34 @@ struct Store::Impl {
     return rec::ValueField(r);
   }
 
+  // A slot and its control byte: each key's share of the table.
+  static constexpr size_t kSlotShare = sizeof(Slot) + 1;
+  static size_t AllocationSize(size_t size) {
+    return size <= SlabAllocator::kMaxSize ? SlabAllocator::ClassSize(size)
+                                           : ValueArena::ClassSize(size);
+  }
+  static size_t Footprint(const uint8_t* r) {
+    size_t bytes = AllocationSize(rec::Size(r)) + kSlotShare;
+    if (r[0] & rec::kExternal) {
+      bytes += ValueArena::ClassSize(rec::ExternalCapacity(rec::ValueBytes(r)));
+    }
+    return bytes;
+  }
+  ClassStats& StatsOf(const uint8_t* r) {
+    return store->class_stats_[store->classes_.ClassOf(rec::Key(r))];
+  }
+  // Counts a new record in its class.
+  void CountRecord(const uint8_t* r) {
+    ClassStats& stats = StatsOf(r);
+    ++stats.keys;
+    stats.bytes += Footprint(r);
+  }
+
   // Frees a record and what it owns; the table slot is the caller's business.
   void FreeRecord(uint8_t* r) {
+    ClassStats& stats = StatsOf(r);
+    --stats.keys;
+    stats.bytes -= Footprint(r);
     logical_bytes -= rec::KeyLength(r) + ValueLength(r);
     if (r[0] & rec::kHasExpiry) --with_expiry;
     if (r[0] & rec::kExternal) {
@@ -175,7 +202,11 @@ struct Store::Impl {
     DashTable::SetPointer(slot, fresh);
   }
 
-  void EraseSlot(uint64_t hash, Slot* slot) {
+  void EraseSlot(uint64_t hash, Slot* slot, bool expired = false) {
+    if (expired) {
+      ++StatsOf(RecordOf(*slot)).expired;
+      ++store->expired_keys_;
+    }
     FreeRecord(RecordOf(*slot));
     table.Erase(hash, slot);
     last_slot = nullptr;
@@ -187,12 +218,30 @@ struct Store::Impl {
 };
 
 namespace {
+
+// Keeps the class's byte count right across a change of one entry's record (its key, hence its
+// class, stays).
+class FootprintChange {
+ public:
+  FootprintChange(Store::Impl& m, Slot* slot)
+      : m_(m), slot_(slot), before_(Store::Impl::Footprint(RecordOf(*slot))) {}
+  ~FootprintChange() {
+    const uint8_t* r = RecordOf(*slot_);
+    m_.StatsOf(r).bytes += Store::Impl::Footprint(r) - before_;
+  }
+
+ private:
+  Store::Impl& m_;
+  Slot* slot_;
+  size_t before_;
+};
+
 bool Expired(Slot slot, int64_t now_ms) {
   return (slot & DashTable::kExpiryBit) != 0 && rec::Deadline(RecordOf(slot)) <= now_ms;
 }
 }  // namespace
 
-Store::Store() : impl_(std::make_unique<Impl>()) {}
+Store::Store() : impl_(std::make_unique<Impl>(this)), class_stats_(1) {}
 Store::~Store() = default;
 
 uint8_t Store::AccessClock(Ref ref) const { return RecordOf(ref)[1]; }
@@ -203,11 +252,11 @@ Store::Ref Store::Find(std::string_view key) {
   Slot* slot = m.table.Find(hash, [key](Slot s) { return rec::Key(RecordOf(s)) == key; });
   if (slot == nullptr) return nullptr;
   if (Expired(*slot, now_ms_)) {
-    m.EraseSlot(hash, slot);
-    ++expired_keys_;
+    m.EraseSlot(hash, slot, true);
     return nullptr;
   }
-  RecordOf(*slot)[1] = static_cast<uint8_t>(now_ms_ / kAccessClockUnitMs);
+  CountAccess();
+  RecordOf(*slot)[1] = clock_;
   m.last_slot = slot;
   m.last_hash = hash;
   return RefOf(slot);
@@ -221,8 +270,9 @@ Store::Ref Store::Insert(std::string_view key, std::string_view value, ValueType
   const uint8_t lock_flags = type == ValueType::kLock ? (rec::kLock | rec::kPinned) : 0;
   const uint8_t flags =
       static_cast<uint8_t>((static_cast<uint8_t>(type) << rec::kTypeShift) | lock_flags);
-  uint8_t* r =
-      m.MakeRecord(flags, static_cast<uint8_t>(now_ms_ / kAccessClockUnitMs), key, kNoExpiry, spec);
+  CountAccess();
+  uint8_t* r = m.MakeRecord(flags, clock_, key, kNoExpiry, spec);
+  m.CountRecord(r);
   m.logical_bytes += key.size() + value.size();
   Slot* slot = m.table.Insert(hash, reinterpret_cast<uintptr_t>(r));
   m.last_slot = slot;
@@ -236,8 +286,7 @@ bool Store::Erase(std::string_view key) {
   Slot* slot = m.table.Find(hash, [key](Slot s) { return rec::Key(RecordOf(s)) == key; });
   if (slot == nullptr) return false;
   const bool expired = Expired(*slot, now_ms_);
-  m.EraseSlot(hash, slot);
-  if (expired) ++expired_keys_;
+  m.EraseSlot(hash, slot, expired);
   return !expired;
 }
 
@@ -290,6 +339,7 @@ void Store::SetInteger(Ref ref, int64_t value) {
 void Store::SetValue(Ref ref, std::string_view value) {
   Impl& m = *impl_;
   Slot* slot = SlotOf(ref);
+  FootprintChange change(m, slot);
   uint8_t* r = RecordOf(*slot);
   const uint8_t flags = r[0];
   const size_t old_length = Impl::ValueLength(r);
@@ -341,6 +391,7 @@ void Store::SetValue(Ref ref, std::string_view value) {
 char* Store::ResizeValue(Ref ref, size_t length) {
   Impl& m = *impl_;
   Slot* slot = SlotOf(ref);
+  FootprintChange change(m, slot);
   uint8_t* r = RecordOf(*slot);
   const uint8_t flags = r[0];
   const size_t old_length = Impl::ValueLength(r);
@@ -420,6 +471,7 @@ void Store::SetExpireAt(Ref ref, int64_t deadline_ms) {
     return;
   }
   if (!had && !has) return;
+  FootprintChange change(m, slot);
   const size_t old_size = rec::Size(r);
   const size_t new_size = has ? old_size + rec::kExpiryBytes : old_size - rec::kExpiryBytes;
   const size_t body = old_size - rec::HeaderSize(r[0]);  // key and value section
@@ -481,10 +533,14 @@ void Store::Clear() {
   m.table.Forget();
   m.slab.Reset();
   m.arena.Reset();
+  // Every chunk the store used is dirty and resident: unmap them all, so the fresh table starts
+  // in a fresh mapping and the process is back to its starting size.
+  m.pool.Trim();
   m.table.Clear();
   m.pool.Maintain();
   m.with_expiry = 0;
   m.logical_bytes = 0;
+  for (ClassStats& stats : class_stats_) stats.keys = stats.bytes = 0;
   m.last_slot = nullptr;
   m.lag_current = m.lag_previous = 0;
 }
@@ -510,6 +566,7 @@ size_t Store::ExpireSome(size_t budget) {
         const int64_t deadline = rec::Deadline(r);
         if (deadline > now) return false;
         m.lag_current = std::max(m.lag_current, now - deadline);
+        ++m.StatsOf(r).expired;
         m.FreeRecord(r);
         return true;
       },
@@ -520,6 +577,9 @@ size_t Store::ExpireSome(size_t budget) {
   }
   if (erased > 0) m.last_slot = nullptr;
   expired_keys_ += erased;
+  // Everything expired: give the table's segments and the record pages back at once (the slab
+  // allocator keeps freed small objects for reuse otherwise, and segments never merge).
+  if (erased > 0 && m.table.size() == 0 && m.table.segment_count() > 1) Clear();
   return erased;
 }
 
@@ -529,10 +589,134 @@ Store::Ref Store::RandomKey(uint64_t random) {
     Slot* slot = m.table.RandomSlot(random);
     if (slot == nullptr) return nullptr;
     if (!Expired(*slot, now_ms_)) return RefOf(slot);
-    m.EraseSlot(Impl::Rehash(&m, *slot), slot);
-    ++expired_keys_;
+    m.EraseSlot(Impl::Rehash(&m, *slot), slot, true);
     random = random * 6364136223846793005ull + 1442695040888963407ull;
   }
+}
+
+// --- Key classes, the memory cap and eviction ---
+
+void Store::CountAccess() {
+  if (--clock_countdown_ == 0) {
+    ++clock_;
+    clock_countdown_ = std::max<uint64_t>(1, impl_->table.size() / 64);
+  }
+}
+
+uint64_t Store::NextRandom() {
+  // splitmix64: RandomSlot uses the low, middle and top bits separately.
+  uint64_t z = (random_ += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+void Store::SetKeyClasses(const KeyClassTable& classes) {
+  classes_ = classes;
+  std::vector<ClassStats> stats(classes_.size());
+  // Keep the event counters of classes that keep their name.
+  for (size_t i = 0; i < stats.size(); ++i) {
+    if (i < class_stats_.size()) {
+      stats[i].evicted = class_stats_[i].evicted;
+      stats[i].expired = class_stats_[i].expired;
+    }
+  }
+  class_stats_ = std::move(stats);
+  Impl& m = *impl_;
+  m.table.ForEach([&](Slot* slot) { m.CountRecord(RecordOf(*slot)); });
+}
+
+size_t Store::KeyFootprint(Ref ref) const { return Impl::Footprint(RecordOf(ref)); }
+
+size_t Store::AllocatedBytes() const {
+  const Impl& m = *impl_;
+  return m.slab.live_bytes() + m.arena.live_bytes() + m.table.directory_bytes();
+}
+
+bool Store::EvictOne() {
+  Impl& m = *impl_;
+  Slot* lru = nullptr;
+  uint8_t lru_idle = 0;
+  Slot* ttl = nullptr;
+  int64_t ttl_deadline = 0;
+  int found = 0;
+  // Pinned, none-class and TTL-less ttl-class entries are skipped, so look a bit further than
+  // kEvictionSamples, but never without bound.
+  for (int attempt = 0; attempt < kEvictionSamples * 4 && found < kEvictionSamples; ++attempt) {
+    Slot* slot = m.table.RandomSlot(NextRandom());
+    if (slot == nullptr) return false;
+    const uint8_t* r = RecordOf(*slot);
+    if (Expired(*slot, now_ms_)) {
+      // Already dead: reclaiming it frees memory without evicting anything live.
+      m.EraseSlot(Impl::Rehash(&m, *slot), slot, true);
+      return true;
+    }
+    if (r[0] & rec::kPinned) continue;  // locks
+    switch (classes_.PolicyOf(classes_.ClassOf(rec::Key(r)))) {
+      case EvictionPolicy::kLru: {
+        const uint8_t idle = static_cast<uint8_t>(clock_ - r[1]);
+        if (lru == nullptr || idle > lru_idle) {
+          lru = slot;
+          lru_idle = idle;
+        }
+        ++found;
+        break;
+      }
+      case EvictionPolicy::kTtl:
+        if (*slot & DashTable::kExpiryBit) {
+          const int64_t deadline = rec::Deadline(r);
+          if (ttl == nullptr || deadline < ttl_deadline) {
+            ttl = slot;
+            ttl_deadline = deadline;
+          }
+          ++found;
+        }
+        break;
+      case EvictionPolicy::kNone:
+      case EvictionPolicy::kPinned:
+        break;
+    }
+  }
+  Slot* victim = lru != nullptr ? lru : ttl;
+  if (lru != nullptr && ttl != nullptr) {
+    // Ages and deadlines do not compare: take turns between the two kinds of candidate.
+    victim = prefer_ttl_ ? ttl : lru;
+    prefer_ttl_ = !prefer_ttl_;
+  }
+  if (victim == nullptr) return false;
+  ++m.StatsOf(RecordOf(*victim)).evicted;
+  ++evicted_keys_;
+  m.EraseSlot(Impl::Rehash(&m, *victim), victim);
+  return true;
+}
+
+size_t Store::EvictSome(size_t budget) {
+  size_t evicted = 0;
+  // A few empty-handed samples in a row are bad luck; many mean nothing here can go.
+  int misses = 0;
+  while (evicted < budget && misses < 8 && OverLimit()) {
+    if (EvictOne()) {
+      ++evicted;
+      misses = 0;
+    } else {
+      ++misses;
+    }
+  }
+  return evicted;
+}
+
+bool Store::MakeRoom(uint8_t klass, size_t budget) {
+  if (!OverLimit()) return true;
+  if (classes_.PolicyOf(klass) == EvictionPolicy::kNone) return false;
+  uint64_t evictable = 0;
+  for (size_t i = 0; i < classes_.size(); ++i) {
+    const EvictionPolicy policy = classes_.PolicyOf(static_cast<uint8_t>(i));
+    if (policy == EvictionPolicy::kLru || policy == EvictionPolicy::kTtl) {
+      evictable += class_stats_[i].keys;
+    }
+  }
+  if (evictable == 0 && KeysWithExpiry() == 0) return false;
+  return EvictSome(budget) > 0 || !OverLimit();
 }
 
 }  // namespace keep::core

@@ -17,6 +17,9 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "dataplane/core/key_classes.h"
 
 namespace keep::core {
 
@@ -93,10 +96,12 @@ class Store {
   // eviction (see AccessClock).
   Ref RandomKey(uint64_t random);
 
-  // Coarse time of the last Find or Insert of the entry (shard clock / kAccessClockUnitMs, modulo
-  // 256), for approximate LRU eviction.
-  static constexpr int64_t kAccessClockUnitMs = 16384;
+  // The access clock at the last Find or Insert of the entry, for approximate LRU eviction. The
+  // clock is logical, not wall time: it ticks once every max(1, Size() / 64) Finds and Inserts,
+  // so its 256 values span about four times the keyspace's worth of accesses whatever the
+  // request rate (an entry idle for longer wraps around and looks younger than it is).
   uint8_t AccessClock(Ref ref) const;
+  uint8_t access_clock() const { return clock_; }
 
   // Bytes this store has reserved from the OS: table, records and arena chunks (including the
   // one warm spare), large-value mappings and the table directory. Exact, not an estimate.
@@ -123,12 +128,68 @@ class Store {
 
   uint64_t expired_keys() const { return expired_keys_; }
 
+  // --- Key classes, the memory cap and eviction (design §2.5) ---
+
+  // Replaces the class table; per-class key and byte counts are recomputed from the entries.
+  void SetKeyClasses(const KeyClassTable& classes);
+  const KeyClassTable& key_classes() const { return classes_; }
+  struct ClassStats {
+    uint64_t keys = 0;
+    uint64_t bytes = 0;  // KeyFootprint summed over the class's keys
+    uint64_t evicted = 0;
+    uint64_t expired = 0;
+  };
+  const ClassStats& class_stats(size_t klass) const { return class_stats_[klass]; }
+
+  // What one key costs: its record and arena block at their allocation sizes, plus its share of
+  // the table (one slot and its control byte). MEMORY USAGE reports it.
+  size_t KeyFootprint(Ref ref) const;
+
+  // Bytes of live allocations: table blocks and segment headers, records, arena blocks, large
+  // mappings and the directory. What the memory cap measures (like Redis's used_memory, it
+  // excludes free space the allocators hold for reuse; UsedBytes() includes it).
+  size_t AllocatedBytes() const;
+
+  // The cap for this store (0: none) and bytes of the shard's own that count against it
+  // (connection buffers).
+  void SetMemoryLimit(size_t bytes) { limit_ = bytes; }
+  size_t memory_limit() const { return limit_; }
+  void SetExternalBytes(size_t bytes) { external_bytes_ = bytes; }
+  size_t external_bytes() const { return external_bytes_; }
+  bool OverLimit() const { return limit_ != 0 && AllocatedBytes() + external_bytes_ > limit_; }
+
+  // Before a write that may grow memory, for a key of class `klass`: while over the limit, evicts
+  // up to `budget` keys. False means refuse the write with OOM: the key's class has policy none,
+  // or nothing could be evicted. True while eviction makes progress even if still over (the loop
+  // goes on with EvictSome), so a write never waits for a long eviction run.
+  bool MakeRoom(uint8_t klass, size_t budget);
+  // While over the limit, evicts up to `budget` keys; returns how many went.
+  size_t EvictSome(size_t budget);
+  // Evicts one key chosen by sampling (see store.cc); false when no sampled key could go.
+  bool EvictOne();
+  uint64_t evicted_keys() const { return evicted_keys_; }
+
+  // Samples per eviction, as Redis's maxmemory-samples default.
+  static constexpr int kEvictionSamples = 5;
+
+  struct Impl;  // the engine's internals; store.cc only
+
  private:
-  struct Impl;
+  void CountAccess();
+  uint64_t NextRandom();
 
   std::unique_ptr<Impl> impl_;
   int64_t now_ms_ = 0;
   uint64_t expired_keys_ = 0;
+  uint64_t evicted_keys_ = 0;
+  KeyClassTable classes_;
+  std::vector<ClassStats> class_stats_;
+  size_t limit_ = 0;
+  size_t external_bytes_ = 0;
+  uint8_t clock_ = 0;  // see AccessClock
+  uint64_t clock_countdown_ = 1;
+  uint64_t random_ = 0x853c49e6748fea9bull;
+  bool prefer_ttl_ = false;  // alternates between the lru and ttl candidates of a sample
 };
 
 }  // namespace keep::core

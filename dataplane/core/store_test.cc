@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "dataplane/core/chunk_pool.h"
+
 namespace keep::core {
 namespace {
 
@@ -268,6 +270,20 @@ class StoreModelTest : public ::testing::Test {
     } while (cursor != 0);
     ASSERT_EQ(seen.size(), model_.size());
     for (auto& [key, n] : seen) ASSERT_EQ(n, 1) << key;
+    // Per-class keys and bytes agree with the entries.
+    const KeyClassTable& classes = store_.key_classes();
+    std::vector<uint64_t> keys(classes.size()), bytes(classes.size());
+    cursor = 0;
+    do {
+      cursor = store_.Scan(cursor, 1000, [&](std::string_view key, Store::Ref ref) {
+        ++keys[classes.ClassOf(key)];
+        bytes[classes.ClassOf(key)] += store_.KeyFootprint(ref);
+      });
+    } while (cursor != 0);
+    for (size_t c = 0; c < classes.size(); ++c) {
+      ASSERT_EQ(store_.class_stats(c).keys, keys[c]) << classes.NameOf(c);
+      ASSERT_EQ(store_.class_stats(c).bytes, bytes[c]) << classes.NameOf(c);
+    }
   }
 
   // A walk with inserts between calls: keys present throughout are visited at least once.
@@ -396,6 +412,12 @@ class StoreModelTest : public ::testing::Test {
 
 TEST_F(StoreModelTest, RandomOperationsMatchTheModel) {
   store_.SetNow(now_);
+  KeyClassTable classes;
+  std::string error;
+  ASSERT_TRUE(KeyClassTable::Build(
+      {{"k", "k", "ttl"}, {"bursts", "b", "lru"}, {"big", "A-D", "none"}}, &classes, &error))
+      << error;
+  store_.SetKeyClasses(classes);
   const int kOperations = 250000 / (std::getenv("KEEP_QUICK") ? 10 : 1);
   for (int i = 1; i <= kOperations; ++i) {
     Step();
@@ -414,6 +436,226 @@ TEST_F(StoreModelTest, RandomOperationsMatchTheModel) {
   store_.Clear();
   EXPECT_EQ(store_.Size(), 0u);
   EXPECT_EQ(store_.LogicalBytes(), 0u);
+}
+
+// --- Key classes, the memory cap and eviction ---
+
+KeyClassTable Classes(std::vector<KeyClassSpec> specs) {
+  KeyClassTable table;
+  std::string error;
+  EXPECT_TRUE(KeyClassTable::Build(specs, &table, &error)) << error;
+  return table;
+}
+
+TEST(StoreEvictionTest, ClassStatsFollowWritesDeletesAndExpiry) {
+  Store store;
+  store.SetNow(1000);
+  store.SetKeyClasses(Classes({{"session", "s", "ttl"}}));
+  Store::Ref a = store.Insert("s:1", "v");
+  const size_t small = store.KeyFootprint(a);
+  EXPECT_GE(small, 4u + 3 + 1);
+  store.Insert("u:1", "v");
+  EXPECT_EQ(store.class_stats(1).keys, 1u);
+  EXPECT_EQ(store.class_stats(0).keys, 1u);
+  EXPECT_EQ(store.class_stats(1).bytes, small);
+  a = store.Find("s:1");
+  store.SetValue(a, std::string(5000, 'x'));  // to the arena
+  EXPECT_GT(store.class_stats(1).bytes, 5000u);
+  EXPECT_EQ(store.class_stats(1).bytes, store.KeyFootprint(a));
+  store.SetExpireAt(a, 1500);
+  EXPECT_EQ(store.class_stats(1).bytes, store.KeyFootprint(a));
+  store.SetNow(1500);
+  store.ExpireSome(1000);
+  EXPECT_EQ(store.class_stats(1).keys, 0u);
+  EXPECT_EQ(store.class_stats(1).bytes, 0u);
+  EXPECT_EQ(store.class_stats(1).expired, 1u);
+  EXPECT_TRUE(store.Erase("u:1"));
+  EXPECT_EQ(store.class_stats(0).keys, 0u);
+  EXPECT_EQ(store.class_stats(0).bytes, 0u);
+  // Reclassifying recounts what is there.
+  store.Insert("s:2", "v");
+  store.SetKeyClasses(KeyClassTable());
+  EXPECT_EQ(store.class_stats(0).keys, 1u);
+}
+
+TEST(StoreEvictionTest, NoLimitNeverEvicts) {
+  Store store;
+  for (int i = 0; i < 1000; ++i) store.Insert(K("k", i), "v");
+  EXPECT_FALSE(store.OverLimit());
+  EXPECT_TRUE(store.MakeRoom(0, 10));
+  EXPECT_EQ(store.EvictSome(100), 0u);
+  EXPECT_EQ(store.Size(), 1000u);
+}
+
+// Fills a store to about `limit` with keys "<prefix>N" of `value_size` bytes, evicting as the
+// shard would before each write; returns the number written.
+int FillWithEviction(Store& store, const char* prefix, int count, size_t value_size,
+                     int64_t ttl_base = kNoExpiry) {
+  std::string value(value_size, 'v');
+  int written = 0;
+  for (int i = 0; i < count; ++i) {
+    std::string key = K(prefix, i);
+    if (!store.MakeRoom(store.key_classes().ClassOf(key), 16)) continue;
+    Store::Ref ref = store.Insert(key, value);
+    if (ttl_base != kNoExpiry) store.SetExpireAt(ref, ttl_base + i);
+    ++written;
+  }
+  return written;
+}
+
+TEST(StoreEvictionTest, LruKeepsMemoryNearTheLimitAndEvictsColdKeys) {
+  Store store;
+  store.SetNow(1000);
+  for (int i = 0; i < 20000; ++i) store.Insert(K("seed", i), "x");  // size the table
+  const size_t limit = store.AllocatedBytes() + 512 * 1024;
+  store.SetMemoryLimit(limit);
+  // Hot keys, read often; then a long stream of cold writes.
+  for (int i = 0; i < 100; ++i) store.Insert(K("hot", i), std::string(100, 'h'));
+  for (int round = 0; round < 400; ++round) {
+    for (int i = 0; i < 100; ++i) ASSERT_NE(store.Find(K("hot", i)), nullptr);
+    for (int j = 0; j < 100; ++j) {
+      std::string key = K("cold", round * 100 + j);
+      ASSERT_TRUE(store.MakeRoom(0, 16));
+      store.Insert(key, std::string(100, 'c'));
+    }
+    // One write may overshoot by its own size only.
+    ASSERT_LE(store.AllocatedBytes(), limit + 4096);
+  }
+  EXPECT_GT(store.evicted_keys(), 20000u);
+  EXPECT_EQ(store.class_stats(0).evicted, store.evicted_keys());
+  int hot_left = 0;
+  for (int i = 0; i < 100; ++i) hot_left += store.Find(K("hot", i)) != nullptr;
+  // Sampled LRU keeps nearly every hot key (each is touched 100 writes ago at most).
+  EXPECT_GE(hot_left, 95);
+}
+
+TEST(StoreEvictionTest, PinnedNoneAndLocksAreNeverEvicted) {
+  Store store;
+  store.SetNow(1000);
+  store.SetKeyClasses(Classes({{"pinned", "p", "pinned"}, {"ledger", "l", "none"}}));
+  for (int i = 0; i < 200; ++i) store.Insert(K("p", i), "keep me");
+  for (int i = 0; i < 200; ++i) store.Insert(K("l", i), "keep me");
+  for (int i = 0; i < 200; ++i) store.Insert(K("lock", i), "owner", ValueType::kLock);
+  store.SetMemoryLimit(store.AllocatedBytes() + 64 * 1024);
+  FillWithEviction(store, "u", 20000, 50);
+  EXPECT_GT(store.evicted_keys(), 0u);
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_NE(store.Find(K("p", i)), nullptr);
+    ASSERT_NE(store.Find(K("l", i)), nullptr);
+  }
+  // "lock" keys start with 'l' (class ledger), so check locks in the default class too.
+  for (int i = 0; i < 200; ++i) store.Insert(K("Lock", i), "owner", ValueType::kLock);
+  FillWithEviction(store, "v", 20000, 50);
+  for (int i = 0; i < 200; ++i) ASSERT_NE(store.Find(K("Lock", i)), nullptr) << i;
+}
+
+TEST(StoreEvictionTest, NoneClassRefusesAndNothingEvictableRefuses) {
+  Store store;
+  store.SetNow(1000);
+  store.SetKeyClasses(Classes({{"ledger", "l", "none"}, {"pinned", "p", "pinned"}}));
+  for (int i = 0; i < 1000; ++i) store.Insert(K("u", i), "v");
+  store.SetMemoryLimit(store.AllocatedBytes() - 1);
+  ASSERT_TRUE(store.OverLimit());
+  EXPECT_FALSE(store.MakeRoom(store.key_classes().ClassOf("l:1"), 16));  // none: refuse
+  EXPECT_EQ(store.evicted_keys(), 0u);
+  EXPECT_TRUE(store.MakeRoom(0, 16));  // lru: evict
+  EXPECT_GT(store.evicted_keys(), 0u);
+  EXPECT_FALSE(store.OverLimit());
+
+  // Only pinned data: nothing can go, so writes are refused.
+  Store pinned;
+  pinned.SetKeyClasses(Classes({{"default", "", "pinned"}}));
+  for (int i = 0; i < 1000; ++i) pinned.Insert(K("u", i), "v");
+  pinned.SetMemoryLimit(pinned.AllocatedBytes() - 1);
+  EXPECT_FALSE(pinned.MakeRoom(0, 16));
+  EXPECT_EQ(pinned.Size(), 1000u);
+  // External bytes (connection buffers) count against the cap.
+  Store small;
+  small.Insert("a", "b");
+  small.SetMemoryLimit(small.AllocatedBytes() + 100);
+  EXPECT_FALSE(small.OverLimit());
+  small.SetExternalBytes(101);
+  EXPECT_TRUE(small.OverLimit());
+}
+
+TEST(StoreEvictionTest, TtlEvictsSoonestDeadlineAndKeepsPersistentKeys) {
+  Store store;
+  const int64_t now = 1'000'000;
+  store.SetNow(now);
+  store.SetKeyClasses(Classes({{"default", "", "ttl"}}));
+  for (int i = 0; i < 200; ++i) store.Insert(K("persist", i), "v");
+  // Deadlines grow with the key number: eviction should take mostly low numbers.
+  const int kKeys = 20000;
+  std::string value(40, 'v');
+  for (int i = 0; i < kKeys; ++i) {
+    Store::Ref ref = store.Insert(K("t", i), value);
+    store.SetExpireAt(ref, now + 1'000'000 + i);
+  }
+  store.SetMemoryLimit(store.AllocatedBytes() * 3 / 4);
+  while (store.OverLimit()) ASSERT_GT(store.EvictSome(64), 0u);
+  for (int i = 0; i < 200; ++i) ASSERT_NE(store.Find(K("persist", i)), nullptr);
+  int early_left = 0, late_left = 0;
+  for (int i = 0; i < kKeys / 4; ++i) early_left += store.Find(K("t", i)) != nullptr;
+  for (int i = kKeys * 3 / 4; i < kKeys; ++i) late_left += store.Find(K("t", i)) != nullptr;
+  EXPECT_LT(early_left, late_left / 2) << early_left << " " << late_left;
+  // Only persistent keys left in a ttl class: nothing more can go.
+  for (int i = 0; i < kKeys; ++i) store.Erase(K("t", i));
+  store.SetMemoryLimit(1);
+  EXPECT_EQ(store.EvictSome(100), 0u);
+  EXPECT_EQ(store.Size(), 200u);
+}
+
+TEST(StoreEvictionTest, ExpiredKeysGoFirstAndCountAsExpired) {
+  Store store;
+  store.SetNow(1000);
+  for (int i = 0; i < 1000; ++i) {
+    Store::Ref ref = store.Insert(K("e", i), "v");
+    store.SetExpireAt(ref, 1500);
+  }
+  store.SetNow(2000);
+  store.SetMemoryLimit(1);
+  store.EvictSome(2000);
+  EXPECT_EQ(store.Size(), 0u);
+  EXPECT_EQ(store.evicted_keys(), 0u);
+  EXPECT_EQ(store.expired_keys(), 1000u);
+}
+
+TEST(StoreTest, ExpiryOfEverythingReturnsTheMemory) {
+  Store store;
+  store.SetNow(1000);
+  store.Maintain();
+  const size_t empty = store.UsedBytes();
+  for (int i = 0; i < 100000; ++i)
+    store.SetExpireAt(store.Insert(K("e", i), "value"), 2000 + i % 7);
+  store.Insert("keep-alive", "v");
+  store.SetNow(3000);
+  while (store.ExpireSome(4096) > 0) {
+  }
+  // One key left: the table and the pages stay for reuse.
+  EXPECT_GT(store.UsedBytes(), empty + ChunkPool::kChunkSize);
+  EXPECT_TRUE(store.Erase("keep-alive"));
+  for (int i = 0; i < 1000; ++i) store.SetExpireAt(store.Insert(K("f", i), "value"), 3500);
+  store.SetNow(4000);
+  while (store.ExpireSome(4096) > 0) {
+  }
+  // Nothing left: everything goes back at once.
+  EXPECT_EQ(store.Size(), 0u);
+  EXPECT_EQ(store.UsedBytes(), empty);
+  EXPECT_EQ(store.class_stats(0).keys, 0u);
+  EXPECT_EQ(store.expired_keys(), 101000u);
+  store.Insert("again", "v");
+  EXPECT_EQ(store.Value(store.Find("again")), "v");
+}
+
+TEST(StoreEvictionTest, AccessClockIsLogical) {
+  Store store;
+  store.SetNow(0);
+  Store::Ref ref = store.Insert("a", "b");
+  const uint8_t first = store.AccessClock(ref);
+  for (int i = 0; i < 300; ++i) store.Find("a");  // fewer than 64 keys: one tick per access
+  Store::Ref again = store.Find("a");
+  EXPECT_EQ(store.AccessClock(again), store.access_clock());
+  EXPECT_NE(store.access_clock(), first);
 }
 
 }  // namespace

@@ -133,6 +133,9 @@ const std::vector<Setting>& Settings() {
       {"lua-time-limit", Kind::kInt,
        "abort a script running longer than this, in ms (default 5000)",
        IntField("lua-time-limit", &Config::lua_time_limit_ms, 1, 3600ll * 1000, false)},
+      {"maxmemory", Kind::kSize,
+       "memory cap over all shards (split evenly), e.g. 4gb; 0 = no cap (default 0)",
+       IntField("maxmemory", &Config::maxmemory, 0, int64_t{1} << 50, true)},
       {"enable-debug-command", Kind::kBool, "allow DEBUG (POPULATE, SLEEP, ...) (default off)",
        [](Config& c, std::string_view v) -> std::string {
          auto value = ParseBool(v);
@@ -179,6 +182,38 @@ std::string TomlValueText(const toml::node& node, bool* ok) {
   if (node.is_boolean()) return *node.value<bool>() ? "yes" : "no";
   if (node.is_integer()) return std::to_string(*node.value<int64_t>());
   *ok = false;
+  return "";
+}
+
+// The [[key_class]] array of tables (README "Key classes"): name, bytes, policy, all strings.
+std::string ParseKeyClasses(const toml::node& node, std::vector<core::KeyClassSpec>* out) {
+  const toml::array* array = node.as_array();
+  if (array == nullptr || !array->is_array_of_tables()) {
+    return "key_class must be an array of tables ([[key_class]])";
+  }
+  for (const toml::node& element : *array) {
+    const toml::table& entry = *element.as_table();
+    core::KeyClassSpec spec;
+    for (auto&& [field, value] : entry) {
+      std::optional<std::string> text = value.value<std::string>();
+      if (!text) return "key_class field '" + std::string(field.str()) + "' must be a string";
+      if (field == "name") {
+        spec.name = *text;
+      } else if (field == "bytes") {
+        spec.bytes = *text;
+      } else if (field == "policy") {
+        spec.policy = *text;
+      } else {
+        return "unknown key_class field '" + std::string(field.str()) +
+               "' (expected name, bytes, policy)";
+      }
+    }
+    if (spec.policy.empty()) spec.policy = "lru";
+    if (spec.bytes.empty() && !spec.name.empty() && spec.name != "default") {
+      return "key_class '" + spec.name + "' has no bytes";
+    }
+    out->push_back(std::move(spec));
+  }
   return "";
 }
 
@@ -292,6 +327,7 @@ LoadResult LoadConfig(const std::vector<std::string>& argv,
   }
 
   std::map<std::string, std::string, std::less<>> from_file;
+  std::vector<core::KeyClassSpec> key_classes;
   std::string config_path;
   if (auto it = from_flags.find("config"); it != from_flags.end())
     config_path = it->second;
@@ -310,6 +346,14 @@ LoadResult LoadConfig(const std::vector<std::string>& argv,
     }
     for (auto&& [key, node] : table) {
       std::string name(key.str());
+      if (name == "key_class") {
+        std::string error = ParseKeyClasses(node, &key_classes);
+        if (!error.empty()) {
+          result.message = error + " in " + config_path;
+          return result;
+        }
+        continue;
+      }
       const Setting* setting = FindSetting(name);
       if (setting == nullptr || name == "config") {
         result.message = "unknown setting '" + name + "' in " + config_path;
@@ -348,6 +392,15 @@ LoadResult LoadConfig(const std::vector<std::string>& argv,
   }
   if (auto it = from_env.find("requirepass"); it != from_env.end()) {
     config.requirepass = it->second;
+  }
+  if (!key_classes.empty()) {
+    core::KeyClassTable table;
+    std::string error;
+    if (!core::KeyClassTable::Build(key_classes, &table, &error)) {
+      result.message = error + " in " + config_path;
+      return result;
+    }
+    config.key_classes = std::move(key_classes);
   }
   if (config.shard_port_base != 0 && config.port != 0 && config.shard_port_base <= config.port &&
       config.port < config.shard_port_base + std::max(config.shards, 1)) {

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "dataplane/core/key_classes.h"
+
 namespace keep::server {
 
 enum class PinMode { kNever, kAuto, kAlways };
@@ -33,6 +35,9 @@ struct Config {
   int64_t max_lock_ttl_ms = 60000;   // longest lease LOCK grants
   int64_t lua_time_limit_ms = 5000;  // a script running longer is aborted
   std::string requirepass;           // from KEEP_REQUIREPASS or --requirepass-file only
+  int64_t maxmemory = 0;             // bytes over all shards; 0: no cap
+  // The [[key_class]] tables of the config file (validated: they build a KeyClassTable).
+  std::vector<core::KeyClassSpec> key_classes;
 };
 
 // The outcome of loading: a config, or a message for the user (and whether it is an error or

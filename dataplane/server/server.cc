@@ -39,6 +39,13 @@ std::string JoinInts(const std::vector<int>& values) {
   return out.empty() ? "none" : out;
 }
 
+std::string_view DefaultPolicyName(const Config& config) {
+  core::KeyClassTable table;
+  std::string error;
+  core::KeyClassTable::Build(config.key_classes, &table, &error);
+  return core::RedisPolicyName(table.PolicyOf(core::KeyClassTable::kDefaultClass));
+}
+
 std::map<std::string, std::string> ConfigView(const Config& config, int port) {
   return {
       {"bind", config.bind},
@@ -54,6 +61,8 @@ std::map<std::string, std::string> ConfigView(const Config& config, int port) {
       {"databases", "1"},
       {"save", ""},
       {"appendonly", "no"},
+      {"maxmemory", std::to_string(config.maxmemory)},
+      {"maxmemory-policy", std::string(DefaultPolicyName(config))},
   };
 }
 
@@ -129,6 +138,7 @@ int RunServer(const std::vector<std::string>& argv, const std::vector<std::strin
   }
   facts.start_ms = core::WallMillis();
   facts.pid = getpid();
+  facts.maxmemory = static_cast<uint64_t>(config.maxmemory);
 
   std::vector<shard::ShardOptions> shard_options;
   for (int i = 0; i < shards; ++i) {
@@ -149,6 +159,8 @@ int RunServer(const std::vector<std::string>& argv, const std::vector<std::strin
     options.client_output_buffer_limit = config.client_output_buffer_limit;
     options.client_query_buffer_limit = config.client_query_buffer_limit;
     options.command_limits.requirepass = config.requirepass;
+    std::string class_error;  // LoadConfig validated the table already
+    core::KeyClassTable::Build(config.key_classes, &options.key_classes, &class_error);
     shard_options.push_back(std::move(options));
   }
   // The slot function of a single node; the cluster secret keys it once clustering exists.
@@ -167,7 +179,7 @@ int RunServer(const std::vector<std::string>& argv, const std::vector<std::strin
   fprintf(stderr,
           "keep-server started version=%s pid=%d bind=%s port=%d shards=%d budget=%d "
           "allowed_cpus=%s quota_cpus=%s pinned=%s cpus=%s shard_ports=%s "
-          "maxclients=%lld tls=off member=standalone\n",
+          "maxclients=%lld maxmemory=%lld tls=off member=standalone\n",
           kVersion, getpid(), config.bind.c_str(), listeners.client_port, shards, budget.budget,
           JoinInts(budget.allowed_cpus).c_str(), quota.c_str(), pin ? "true" : "false",
           pin ? JoinInts(shard_cpus).c_str() : "any",
@@ -175,7 +187,7 @@ int RunServer(const std::vector<std::string>& argv, const std::vector<std::strin
                                         std::to_string(config.shard_port_base + shards - 1))
                                            .c_str()
                                      : "off",
-          static_cast<long long>(config.maxclients));
+          static_cast<long long>(config.maxclients), static_cast<long long>(config.maxmemory));
 
   int signal_number = 0;
   sigwait(&signals, &signal_number);

@@ -36,6 +36,7 @@ struct Connection {
   std::deque<PendingReply*> pending;  // replies in request order, front first
   uint32_t inflight = 0;              // envelopes and joins that still point at this connection
   uint32_t epoll_events = 0;          // the interest set registered now
+  size_t accounted_bytes = 0;         // buffer capacity counted in the shard's memory use
   bool closed = false;                // fd closed; freed when inflight drops to zero
   bool close_after_flush = false;     // QUIT, protocol error, CLIENT KILL: read no more
   bool in_write_list = false;

@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "dataplane/commands/glob_util.h"
+#include "dataplane/commands/memory_guard.h"
 #include "dataplane/proto/reply_writer.h"
 #include "dataplane/shard/shard_group.h"
 #include "telemetry/cycle_clock.h"
@@ -39,6 +40,8 @@ constexpr int64_t kStopFlushMs = 2000;
 // Expiry sweep work per turn and per idle tick (entries examined).
 constexpr size_t kExpireBudgetPerTurn = 64;
 constexpr size_t kExpireBudgetPerTick = 4096;
+// Keys evicted per turn while the shard is over its memory share.
+constexpr size_t kEvictBudgetPerTurn = 64;
 
 // epoll data for things that are not connections: small integers never valid as pointers.
 constexpr uint64_t kWakeTag = 1;
@@ -128,6 +131,8 @@ Shard::Shard(ShardGroup* group, ShardOptions options)
     epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, options_.listen_fds[i], &listen_event);
   }
   outbound_.resize(options_.count);
+  store_.SetKeyClasses(options_.key_classes);
+  store_.SetMemoryLimit(group_->maxmemory_share());
 }
 
 Shard::~Shard() {
@@ -182,9 +187,11 @@ void Shard::Run() {
       // Keep serving the rings until every shard is done: others may still need our replies.
       if (reported_drained_ && group_->AllDrained()) break;
     }
-    bool busy =
-        !resume_list_.empty() || std::any_of(outbound_.begin(), outbound_.end(),
-                                             [](const auto& queue) { return !queue.empty(); });
+    // Still over the memory cap after a turn that evicted, or mass expiry under way: go on
+    // next turn without parking.
+    bool busy = evicting_ || expiring_ || !resume_list_.empty() ||
+                std::any_of(outbound_.begin(), outbound_.end(),
+                            [](const auto& queue) { return !queue.empty(); });
     int timeout = busy ? 0 : static_cast<int>(std::max<int64_t>(0, next_timer_ms_ - now_ms_));
     if (stopping_) timeout = std::min(timeout, 10);
     timeout = BinaryTimeoutMs(timeout);
@@ -211,6 +218,8 @@ void Shard::Turn(int timeout_ms) {
   parked_.store(false, std::memory_order_relaxed);
   now_ms_ = clock_.NowMillis();
   store_.SetNow(now_ms_);
+  // CONFIG SET maxmemory on any shard applies from this shard's next turn.
+  store_.SetMemoryLimit(group_->maxmemory_share());
 
   for (int i = 0; i < ready; ++i) {
     uint64_t tag = events[i].data.u64;
@@ -244,7 +253,16 @@ void Shard::Turn(int timeout_ms) {
   DrainInbound();
   FlushOutbound();
 
-  if (store_.KeysWithExpiry() > 0) store_.ExpireSome(kExpireBudgetPerTurn);
+  if (store_.KeysWithExpiry() > 0) {
+    // While the sweep keeps finding expired keys, give it a tick's budget every turn and do not
+    // park between turns (as Redis repeats its active expire cycle while a quarter of its
+    // samples were expired), so mass expiry is reclaimed in seconds, still in bounded steps.
+    const size_t budget = expiring_ ? kExpireBudgetPerTick : kExpireBudgetPerTurn;
+    expiring_ = store_.ExpireSome(budget) >= budget / 8;
+  } else {
+    expiring_ = false;
+  }
+  EnforceMemoryCap();
   if (now_ms_ >= next_timer_ms_) {
     next_timer_ms_ = now_ms_ + kTimerPeriodMs;
     Timers();
@@ -377,6 +395,7 @@ void Shard::ProcessInput(Connection* conn, std::string_view data, bool from_scra
     Close(conn, "query buffer limit reached");
     return;
   }
+  AccountBuffers(conn);
   if (InputPaused(conn)) UpdateInterest(conn);
 }
 
@@ -482,13 +501,18 @@ void Shard::Execute(const commands::CommandSpec* spec, commands::CommandContext&
   // a visible share of a pipelined GET, and this halves it.
   const std::string* out = ctx.reply.buffer();
   size_t before = out->size();
-  spec->handler(ctx);
+  if (commands::AdmitWrite(*spec, ctx)) {
+    spec->handler(ctx);
+  } else if (spec->first_key > 0 && ctx.args.size() > static_cast<size_t>(spec->first_key)) {
+    size_t klass = options_.key_classes.ClassOf(ctx.args[spec->first_key]);
+    if (klass < metrics_.key_class_count()) metrics_.key_class(klass).refused.Add();
+  }
   uint64_t now = telemetry::CycleClock::Now();
   bool error = out->size() > before && ((*out)[before] == '-' || (*out)[before] == '!');
   metrics_.RecordCommand(spec->id, now - batch_tick_, error);
   batch_tick_ = now;
 #else
-  spec->handler(ctx);
+  if (commands::AdmitWrite(*spec, ctx)) spec->handler(ctx);
 #endif
 }
 
@@ -764,6 +788,7 @@ void Shard::Write(Connection* conn) {
       conn->out_sent = 0;
     }
   }
+  AccountBuffers(conn);
   size_t pending_bytes = conn->unsent();
   if (pending_bytes > static_cast<size_t>(options_.client_output_buffer_limit)) {
     Close(conn, "output buffer limit reached");
@@ -808,6 +833,9 @@ void Shard::Close(Connection* conn, const char* reason) {
   close(conn->fd);
   conn->fd = -1;
   conn->closed = true;
+  connection_bytes_ -= conn->accounted_bytes;
+  conn->accounted_bytes = 0;
+  store_.SetExternalBytes(connection_bytes_);
   group_->ReleaseClient();
   --stats_.connected_clients;
   // Slots still referenced by in-flight requests are recycled when their replies arrive.
@@ -871,6 +899,30 @@ void Shard::PublishMetrics() {
   metrics_.Publish(ShardValue::kKeyspaceMisses, stats.keyspace_misses);
   metrics_.Publish(ShardValue::kClientOutputBufferBytes, stats.client_output_buffer_bytes);
   metrics_.Publish(ShardValue::kClientQueryBufferBytes, stats.client_query_buffer_bytes);
+  metrics_.Publish(ShardValue::kEvictedKeys, stats.evicted_keys);
+  metrics_.Publish(ShardValue::kMaxBytes, stats.maxmemory);
+  size_t classes = std::min({options_.key_classes.size(), metrics_.key_class_count(),
+                             commands::kMaxReportedClasses});
+  for (size_t c = 0; c < classes; ++c) {
+    telemetry::KeyClassMetrics& m = metrics_.key_class(c);
+    m.keys.Set(stats.class_keys[c]);
+    m.bytes.Set(stats.class_bytes[c]);
+    m.evicted.Set(stats.class_evicted[c]);
+    m.expired.Set(stats.class_expired[c]);
+  }
+}
+
+void Shard::AccountBuffers(Connection* conn) {
+  const size_t bytes = conn->in.capacity() + conn->out.capacity();
+  if (bytes == conn->accounted_bytes) return;
+  connection_bytes_ += bytes - conn->accounted_bytes;
+  conn->accounted_bytes = bytes;
+  store_.SetExternalBytes(connection_bytes_);
+}
+
+// The memory cap (design §2.5): what writes left over the cap is evicted a bounded step per turn.
+void Shard::EnforceMemoryCap() {
+  evicting_ = store_.OverLimit() && store_.EvictSome(kEvictBudgetPerTurn) > 0 && store_.OverLimit();
 }
 
 void Shard::BeginStop() {
@@ -952,7 +1004,18 @@ void Shard::CollectStats(commands::ShardStats* stats) {
   stats->keys = store_.Size();
   stats->keys_with_expiry = store_.KeysWithExpiry();
   stats->expired_keys = store_.expired_keys();
-  stats->used_bytes = store_.UsedBytes();
+  stats->used_bytes = store_.AllocatedBytes() + connection_bytes_;
+  stats->reserved_bytes = store_.UsedBytes();
+  stats->maxmemory = static_cast<uint64_t>(group_->maxmemory());
+  stats->evicted_keys = store_.evicted_keys();
+  const core::KeyClassTable& classes = store_.key_classes();
+  for (size_t c = 0; c < classes.size() && c < commands::kMaxReportedClasses; ++c) {
+    const core::Store::ClassStats& class_stats = store_.class_stats(c);
+    stats->class_keys[c] = class_stats.keys;
+    stats->class_bytes[c] = class_stats.bytes;
+    stats->class_evicted[c] = class_stats.evicted;
+    stats->class_expired[c] = class_stats.expired;
+  }
   stats->dataset_bytes = store_.LogicalBytes();
   stats->expiry_lag_ms = static_cast<uint64_t>(std::max<int64_t>(0, store_.ExpiryLagMs()));
   uint64_t output = 0;

@@ -82,6 +82,7 @@ struct ShardOptions {
   int64_t client_output_buffer_limit = 256ll * 1024 * 1024;
   int64_t client_query_buffer_limit = 1024ll * 1024 * 1024;
   proto::binary::Limits binary_limits;
+  core::KeyClassTable key_classes;
 };
 
 class Shard final : public commands::ShardServices {
@@ -155,6 +156,8 @@ class Shard final : public commands::ShardServices {
     batch_tick_ = telemetry::CycleClock::Now();
 #endif
   }
+  void EnforceMemoryCap();
+  void AccountBuffers(Connection* conn);
   void BeginStop();
   bool Drained() const;
 
@@ -218,6 +221,9 @@ class Shard final : public commands::ShardServices {
   uint64_t random_state_;
 
   commands::ShardStats stats_;
+  size_t connection_bytes_ = 0;  // input and output buffers of this shard's connections
+  bool evicting_ = false;        // over the memory cap and eviction is making progress
+  bool expiring_ = false;        // the last sweep found many expired keys
 
   struct NameHash {
     using is_transparent = void;

@@ -3,6 +3,7 @@
 #include <charconv>
 #include "dataplane/commands/command_table.h"
 #include "dataplane/commands/glob_util.h"
+#include "dataplane/commands/memory_guard.h"
 
 namespace keep::shard {
 
@@ -16,19 +17,32 @@ std::vector<std::string> CommandNames() {
   return names;
 }
 
+std::vector<std::string> KeyClassNames(const std::vector<ShardOptions>& shard_options) {
+  std::vector<std::string> names;
+  if (shard_options.empty()) return names;
+  const core::KeyClassTable& table = shard_options.front().key_classes;
+  for (size_t c = 0; c < table.size(); ++c) names.emplace_back(table.NameOf(static_cast<uint8_t>(c)));
+  if (names.empty()) names.emplace_back("default");
+  return names;
+}
+
 }  // namespace
 
 ShardGroup::ShardGroup(std::vector<ShardOptions> shard_options, core::SlotFunction slot_function,
                        commands::ServerFacts facts, std::map<std::string, std::string> config_view,
                        int64_t maxclients)
-    : metrics_(CommandNames(), {"default"}, static_cast<int>(shard_options.size())),
+    : metrics_(CommandNames(), KeyClassNames(shard_options), static_cast<int>(shard_options.size())),
       slot_function_(slot_function),
       facts_(std::move(facts)),
       maxclients_(maxclients),
       config_view_(std::move(config_view)) {
   int count = static_cast<int>(shard_options.size());
+  shard_count_ = count;
   if (auto it = config_view_.find("timeout"); it != config_view_.end()) {
     timeout_seconds_ = std::stoll(it->second);
+  }
+  if (auto it = config_view_.find("maxmemory"); it != config_view_.end()) {
+    maxmemory_ = std::stoll(it->second);
   }
   rings_.resize(static_cast<size_t>(count) * count);
   for (int from = 0; from < count; ++from) {
@@ -103,6 +117,14 @@ std::string ShardGroup::ConfigSet(std::string_view name, std::string_view value)
     else
       maxclients_ = parsed;
     config_view_[lower] = std::to_string(parsed);
+    return "";
+  }
+  if (lower == "maxmemory") {
+    // Redis's units (CONFIG SET maxmemory 64mb), applied by every shard on its next turn.
+    std::optional<int64_t> bytes = commands::ParseMemoryValue(value);
+    if (!bytes || *bytes < 0) return failed("argument must be a memory value");
+    maxmemory_ = *bytes;
+    config_view_[lower] = std::to_string(*bytes);
     return "";
   }
   // Keep never persists: these are accepted only with the value that says so, which is what

@@ -59,6 +59,13 @@ class ShardGroup {
   std::string ConfigSet(std::string_view name, std::string_view value);
   int64_t maxclients() const { return maxclients_.load(std::memory_order_relaxed); }
   int64_t timeout_seconds() const { return timeout_seconds_.load(std::memory_order_relaxed); }
+  // --maxmemory (CONFIG SET maxmemory) split evenly across the shards; 0: no cap.
+  void set_maxmemory(int64_t bytes) { maxmemory_.store(bytes, std::memory_order_relaxed); }
+  int64_t maxmemory() const { return maxmemory_.load(std::memory_order_relaxed); }
+  size_t maxmemory_share() const {
+    return static_cast<size_t>(maxmemory_.load(std::memory_order_relaxed)) /
+           static_cast<size_t>(std::max(1, shard_count_));
+  }
 
  private:
   telemetry::MetricsHub metrics_;
@@ -72,6 +79,8 @@ class ShardGroup {
   std::atomic<int> drained_{0};
   std::atomic<int64_t> maxclients_;
   std::atomic<int64_t> timeout_seconds_{0};
+  std::atomic<int64_t> maxmemory_{0};
+  int shard_count_ = 1;
   std::mutex config_mutex_;
   std::map<std::string, std::string> config_view_;
 };
