@@ -76,6 +76,25 @@ std::unique_ptr<View> ViewBuilder::Build(const Input& input, MoveEvents* events)
   ComputeOwners(options_.placement_seed, ids, std::span<const bool>(candidates, ids.size()),
                 &view->owner);
 
+  // A member's first view: slots it gains from members already serving are a join (imported,
+  // or quarantined without a handoff), as if the previous view were theirs without this member.
+  // In a cluster starting from scratch nobody serves yet and every slot is simply owned.
+  if (!have_previous_) {
+    bool serving[kMaxMembers];
+    bool any = false;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      serving[i] = static_cast<int>(i) != input.self && alive[i] &&
+                   view->members[i].state == MemberState::kUp;
+      any = any || serving[i];
+    }
+    if (any) {
+      previous_ids_.assign(ids.begin(), ids.end());
+      ComputeOwners(options_.placement_seed, ids, std::span<const bool>(serving, ids.size()),
+                    &previous_owner_);
+      have_previous_ = true;
+    }
+  }
+
   // The previous owner of each slot, by id, mapped onto this list.
   std::vector<int> previous_index(previous_ids_.size(), -1);
   for (size_t p = 0; p < previous_ids_.size(); ++p)

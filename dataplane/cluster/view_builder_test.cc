@@ -16,7 +16,7 @@ class ViewBuilderTest : public ::testing::Test {
     in.self = 0;
     in.self_state = MemberState::kUp;
     in.self_incarnation = 1;
-    for (bool a : alive) in.status.push_back({a, MemberState::kUp, 7});
+    for (bool a : alive) in.status.push_back({a, peer_state_, 7});
     in.handoff = handoff;
     in.now_ms = now_ms_;
     return in;
@@ -27,6 +27,7 @@ class ViewBuilderTest : public ::testing::Test {
     return n;
   }
   MemberList list_;
+  MemberState peer_state_ = MemberState::kJoining;  // a cluster starting from scratch
   int64_t now_ms_ = 1'000'000;
   ViewBuilder builder_{ViewBuilder::Options{PlacementSeed("s"), core::SlotHash::kKeyed, 5000}};
 };
@@ -103,6 +104,27 @@ TEST_F(ViewBuilderTest, LeavingHandsEverythingOver) {
   ASSERT_NE(view, nullptr);
   EXPECT_EQ(Count(*view, SlotPhase::kOwned), 0);
   EXPECT_EQ(view->members[0].slots_owned, 0u);
+}
+
+TEST_F(ViewBuilderTest, JoiningAServingClusterIsAMove) {
+  peer_state_ = MemberState::kUp;
+  // The peers already serve (state up): without a handoff the slots this member gains open with
+  // the quarantine; with one they are imported.
+  MoveEvents events;
+  auto view = builder_.Build(Input({true, true, true}), &events);
+  int quarantined = 0;
+  for (uint32_t slot = 0; slot < core::kSlotCount; ++slot) {
+    if (view->phase[slot] == SlotPhase::kOwned) {
+      EXPECT_EQ(view->lock_quarantine_until_ms[slot], now_ms_ + 5000);
+      ++quarantined;
+    }
+  }
+  EXPECT_GT(quarantined, 5000);
+  ViewBuilder with_handoff{ViewBuilder::Options{PlacementSeed("s"), core::SlotHash::kKeyed, 5000}};
+  auto in = Input({true, true, true}, true);
+  auto imported = with_handoff.Build(in, &events);
+  EXPECT_EQ(events.imports.size(), static_cast<size_t>(quarantined));
+  EXPECT_EQ(imported->phase[events.imports[0].slot], SlotPhase::kImporting);
 }
 
 TEST_F(ViewBuilderTest, BootQuarantineCoversOwnSlots) {

@@ -33,6 +33,15 @@ struct Config {
   int64_t max_lock_ttl_ms = 60000;   // longest lease LOCK grants
   int64_t lua_time_limit_ms = 5000;  // a script running longer is aborted
   std::string requirepass;           // from KEEP_REQUIREPASS or --requirepass-file only
+  // Cluster (design §3): members inline or as a JSON file, and which of them this process is.
+  std::string members;
+  std::string members_file;
+  std::string member_id;
+  bool slot_hash_crc16 = false;  // --slot-hash crc16 (default keyed)
+  std::string cluster_secret;    // from KEEP_SECRET or --secret-file only
+  std::string peer_secret;       // from KEEP_PEER_SECRET or --peer-secret-file only
+  std::string admin_token;       // from --admin-token-file only
+  int admin_port = 0;            // 0: client port + 2 (cluster mode only)
 };
 
 // The outcome of loading: a config, or a message for the user (and whether it is an error or

@@ -208,6 +208,10 @@ void Shard::Turn(int timeout_ms) {
   parked_.store(false, std::memory_order_relaxed);
   now_ms_ = clock_.NowMillis();
   store_.SetNow(now_ms_);
+  if (cluster::ViewPublisher* views = group_->views()) {
+    view_ = views->BeginTurn(options_.index);
+    if (view_ != nullptr && view_->epoch != applied_epoch_) ApplyView();
+  }
 
   for (int i = 0; i < ready; ++i) {
     uint64_t tag = events[i].data.u64;
@@ -397,6 +401,7 @@ void Shard::Dispatch(Connection* conn, std::span<const std::string_view> args) {
                "this context");
     return;
   }
+  if (view_ != nullptr && !ClusterAdmits(conn)) return;
   switch (plan_.routing) {
     case commands::Routing::kLocal: {
       proto::ReplyWriter writer(ReplyTarget(conn), conn->client.resp_version);
@@ -410,7 +415,9 @@ void Shard::Dispatch(Connection* conn, std::span<const std::string_view> args) {
                                    .shard_index = options_.index,
                                    .shard_count = options_.count,
                                    .caller_id = conn->client.id,
-                                   .slots = &slot_table_};
+                                   .slots = &slot_table_,
+                                   .view = view_,
+                                   .slot_of = &group_->slot_function()};
       spec->handler(ctx);
       if (conn->client.close_after_reply) conn->close_after_flush = true;
       return;
@@ -428,7 +435,9 @@ void Shard::Dispatch(Connection* conn, std::span<const std::string_view> args) {
                                      .shard_count = options_.count,
                                      .caller_id = conn->client.id,
                                      .slot = plan_.slot,
-                                     .slots = &slot_table_};
+                                     .slots = &slot_table_,
+                                     .view = view_,
+                                     .slot_of = &group_->slot_function()};
         spec->handler(ctx);
         return;
       }
@@ -474,7 +483,9 @@ void Shard::RunPart(const commands::CommandSpec* spec, std::span<const std::stri
                                .shard_count = options_.count,
                                .caller_id = caller_id,
                                .slot = slot,
-                               .slots = &slot_table_};
+                               .slots = &slot_table_,
+                               .view = view_,
+                               .slot_of = &group_->slot_function()};
   spec->handler(ctx);
 }
 
