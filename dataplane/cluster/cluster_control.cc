@@ -3,6 +3,7 @@
 #include <time.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -270,7 +271,10 @@ void ClusterControl::Tick() {
   if (stopping_) return;
   int64_t now = MonotonicRawNanos();
   if (tracker_.Expire(now)) dirty_ = true;
-  if (Millis(now - last_send_ns_) >= kHeartbeatPeriodMs) SendHeartbeats(now);
+  bool listening = Millis(now - started_ns_) < kListenBeforeServingMs;
+  // Listen before talking: until peers hear this life, their heartbeats still name the
+  // incarnation they knew, which tells a restarted member that it had a previous life.
+  if (!listening && Millis(now - last_send_ns_) >= kHeartbeatPeriodMs) SendHeartbeats(now);
   if (Millis(now - last_resolve_ns_) >= kResolveRetryMs) {
     for (size_t i = 0; i < targets_.size(); ++i) {
       if (!targets_[i] && static_cast<int>(i) != SelfIndex()) {
@@ -279,7 +283,6 @@ void ClusterControl::Tick() {
       }
     }
   }
-  bool listening = Millis(now - started_ns_) < kListenBeforeServingMs;
   bool fenced = listening || tracker_.HeardCount() < members_.Majority();
   if (fenced != fenced_) {
     fprintf(
@@ -294,7 +297,13 @@ void ClusterControl::Tick() {
     left_.store(true, std::memory_order_release);
   }
   views_->Reclaim();
-  timer_.expires_after(std::chrono::milliseconds(kTickMs));
+  // Wake exactly when the next heartbeat is due or the next silent member turns dead (at most
+  // kTickMs later), so detection is not late by a tick.
+  int64_t next = std::min(std::max(last_send_ns_ + kHeartbeatPeriodMs * 1'000'000,
+                                   started_ns_ + kListenBeforeServingMs * 1'000'000),
+                          tracker_.NextDeadlineNs());
+  int64_t delay_us = std::clamp<int64_t>((next - MonotonicRawNanos()) / 1000, 100, kTickMs * 1000);
+  timer_.expires_after(std::chrono::microseconds(delay_us));
   timer_.async_wait([this](const boost::system::error_code& e) {
     if (!e) Tick();
   });

@@ -5,6 +5,7 @@
 #include <openssl/hmac.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 
 namespace keep::cluster {
@@ -166,6 +167,16 @@ bool PeerTracker::Expire(int64_t now_ns) {
     }
   }
   return changed;
+}
+
+int64_t PeerTracker::NextDeadlineNs() const {
+  int64_t next = INT64_MAX;
+  for (const Peer& peer : peers_) {
+    if (!peer.self && peer.alive) {
+      next = std::min(next, peer.last_heard_ns + kFailureDetectionMs * 1'000'000 + 1);
+    }
+  }
+  return next;
 }
 
 size_t PeerTracker::HeardCount() const {

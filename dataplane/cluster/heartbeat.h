@@ -80,6 +80,8 @@ class PeerTracker {
   // Marks members silent for longer than kFailureDetectionMs dead; true if any changed.
   bool Expire(int64_t now_ns);
 
+  // When the next alive member is declared dead if it stays silent (INT64_MAX if none).
+  int64_t NextDeadlineNs() const;
   // Members heard (alive), this member included.
   size_t HeardCount() const;
   std::vector<MemberStatus> Statuses() const;
