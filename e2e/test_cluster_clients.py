@@ -253,8 +253,9 @@ def test_one_member_change_at_a_time_is_applied(keyed_cluster):
         status, body = m.http("PUT", "/v1/members", grown)
         assert status == 200 and body["changed"] is True, body
     for m in c.members:
-        v = m.cluster_view()
-        assert v["members_version"] == 2 and len(v["members"]) == 4 and not v["fenced"]
+        v = wait_until(lambda: (lambda v: v if len(v["members"]) == 4 else None)(m.cluster_view()),
+                       2.0, what="the view of the new list")
+        assert v["members_version"] == 2 and not v["fenced"]
         assert next(x for x in v["members"] if x["id"] == ghost.id)["state"] == "down"
     shrunk = c.members_json(version=3)
     for m in c.members:

@@ -485,6 +485,7 @@ AdminResponse ClusterControl::PutMembers(const AdminRequest& request) {
   targets_.assign(members_.members.size(), std::nullopt);
   Resolve();
   dirty_ = true;
+  Tick();  // publish the view of the new list before answering
   return Json(200, {{"version", members_.version}, {"changed", !change.empty()}});
 }
 
