@@ -156,6 +156,18 @@ def test_redis_cli_follows_redirects(crc_cluster):
 # Bad input.
 
 
+@pytest.mark.timeout(30)
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="needs promtool")
+def test_metrics_are_valid_prometheus_text(crc_cluster):
+    text = crc_cluster.members[0].metrics()
+    for name in ("keep_cluster_member_up", "keep_cluster_view_epoch", "keep_cluster_fenced",
+                 "keep_cluster_heartbeats_lost_total", "keep_cluster_heartbeats_rejected_total"):
+        assert f"# HELP {name} " in text and f"# TYPE {name} " in text
+    r = subprocess.run(["promtool", "check", "metrics"], input=text.encode(),
+                       capture_output=True, timeout=20)
+    assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
+
+
 def rejected(member, reason: str) -> int:
     m = re.search(rf'keep_cluster_heartbeats_rejected_total{{reason="{reason}"}} (\d+)',
                   member.metrics())
@@ -237,6 +249,11 @@ def test_admin_api_refuses_bad_calls(keyed_cluster):
     with socket.create_connection((m.host, m.admin_port), timeout=2) as s:
         s.sendall(b"\x16\x03\x01 garbage\r\n\r\n")
         assert s.recv(100).startswith(b"HTTP/1.1 400")
+    # Abrupt disconnects: half a request, then a reset; half a body, then a close.
+    with socket.create_connection((m.host, m.admin_port), timeout=2) as s:
+        s.sendall(b"GET /v1/clu")
+    with socket.create_connection((m.host, m.admin_port), timeout=2) as s:
+        s.sendall(b"PUT /v1/members HTTP/1.1\r\nContent-Length: 1000\r\n\r\n{\"ver")
     # The cluster is unharmed.
     c.wait_settled(c.members, timeout=3)
     assert m.http("PUT", "/v1/members", c.members_json(version=5))[0] == 200

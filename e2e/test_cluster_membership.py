@@ -247,3 +247,31 @@ def test_restarted_member_is_a_new_life_with_its_locks_quarantined(make_cluster)
     assert b"peers knew a previous life" in victim.log_path.read_bytes()
     wait_until(lambda: victim.call("LOCK", lock_key, b"owner-b", b"1000").kind == "int", 5.0,
                interval=0.02, what="the quarantine to end")
+
+
+@pytest.mark.timeout(60)
+def test_leave_hands_the_slots_over_and_reports_left(make_cluster):
+    c = make_cluster(3)
+    leaver, stayers = c.members[2], c.members[:2]
+    key = key_served_by(leaver, prefix="l")
+    status, body = leaver.http("POST", "/v1/leave")
+    assert status == 202 and body["phase"] in ("leaving", "left")
+    wait_until(lambda: leaver.cluster_view()["phase"] == "left", 5.0, interval=0.02,
+               what="the leaver to report left")
+    v = leaver.cluster_view()
+    assert v["slots_owned"] == 0 and v["handoff"]["in_flight"] == 0
+    assert leaver.http("GET", "/readyz")[0] == 503
+    assert leaver.http("GET", "/healthz")[0] == 200  # still running, for the operator to see
+    # The others stop counting it as an owner and serve its slots; it redirects there.
+    def taken_over():
+        views = [m.cluster_view() for m in stayers]
+        ok = all(next(x for x in w["members"] if x["id"] == leaver.id)["state"] == "left"
+                 and w["slots_owned"] > 0 for w in views)
+        return ok and sum(w["slots_owned"] for w in views) == 16384
+    wait_until(taken_over, 5.0, interval=0.02, what="the others to take the slots over")
+    r = leaver.call("GET", key)
+    assert r.kind == "error" and r.value.startswith(b"MOVED ")
+    endpoint = r.value.split()[2].decode()
+    assert endpoint in {f"{m.host}:{m.client_port}" for m in stayers}
+    # A second leave is harmless.
+    assert leaver.http("POST", "/v1/leave")[0] == 202

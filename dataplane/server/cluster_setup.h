@@ -31,6 +31,10 @@ class ControlThread {
 
   std::string Start(const cluster::ClusterOptions& options, const Config& config, int client_port);
   cluster::ViewPublisher* views() { return &views_; }
+  // The control loop, e.g. to set its metrics_hook (telemetry) or a handoff engine. Its methods
+  // run on the control thread: post to io() to call them from elsewhere.
+  cluster::ClusterControl* control() { return control_.get(); }
+  boost::asio::io_context& io() { return io_; }
   std::string Describe() const;
   // Leaves the cluster and waits (bounded) until this member has left. Returns false when a
   // SIGINT (in `signals`) asks to stop at once.
