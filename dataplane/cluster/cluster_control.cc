@@ -81,7 +81,8 @@ ClusterControl::ClusterControl(asio::io_context& io, ClusterOptions options, Vie
       builder_(ViewBuilder::Options{PlacementSeed(options_.cluster_secret), options_.slot_hash,
                                     LockQuarantineMs(options_.max_lock_ttl_ms)}),
       socket_(io),
-      timer_(io) {
+      timer_(io),
+      resolver_(io) {
   if (options_.admin_token.empty()) {
     options_.admin_token = HmacSha256Hex(options_.peer_secret, "keep-admin");
   }
@@ -95,6 +96,7 @@ std::string ClusterControl::Start() {
   if (self < 0) return "member id '" + options_.self_id + "' is not in the member list";
   tracker_.SetMembers(members_, self);
   targets_.assign(members_.members.size(), std::nullopt);
+  resolving_.assign(members_.members.size(), false);
 
   // Until the first real view, shards answer CLUSTERDOWN: nothing is known yet.
   auto initial = std::make_unique<View>();
@@ -138,6 +140,7 @@ void ClusterControl::Stop() {
   asio::post(io_, [this] {
     boost::system::error_code ignored;
     timer_.cancel();
+    resolver_.cancel();
     socket_.close(ignored);
   });
 }
@@ -225,8 +228,9 @@ void ClusterControl::OnDatagram(size_t size) {
 void ClusterControl::Resolve() {
   last_resolve_ns_ = MonotonicRawNanos();
   int self = SelfIndex();
+  std::vector<MemberStatus> status = tracker_.Statuses();
   for (size_t i = 0; i < members_.members.size(); ++i) {
-    if (static_cast<int>(i) == self || targets_[i]) continue;
+    if (static_cast<int>(i) == self || resolving_[i]) continue;
     const Member& m = members_.members[i];
     boost::system::error_code ec;
     auto address = asio::ip::make_address(m.host, ec);
@@ -234,10 +238,21 @@ void ClusterControl::Resolve() {
       targets_[i] = udp::endpoint(address, static_cast<uint16_t>(m.peer_port));
       continue;
     }
-    // A DNS name (a pod's stable name): resolved here, on the control thread, never on a shard.
-    udp::resolver resolver(io_);
-    auto results = resolver.resolve(udp::v4(), m.host, std::to_string(m.peer_port), ec);
-    if (!ec && !results.empty()) targets_[i] = results.begin()->endpoint();
+    // A DNS name (a pod's stable name) whose address may change when the pod is recreated:
+    // resolved while unresolved or not heard, asynchronously, so a slow DNS server never delays
+    // heartbeats.
+    if (targets_[i] && status[i].alive) continue;
+    resolving_[i] = true;
+    resolver_.async_resolve(
+        udp::v4(), m.host, std::to_string(m.peer_port),
+        [this, i, generation = list_generation_](const boost::system::error_code& e,
+                                                 udp::resolver::results_type results) {
+          if (e == asio::error::operation_aborted || stopping_ || generation != list_generation_) {
+            return;
+          }
+          resolving_[i] = false;
+          if (!e && !results.empty()) targets_[i] = results.begin()->endpoint();
+        });
   }
 }
 
@@ -275,14 +290,7 @@ void ClusterControl::Tick() {
   // Listen before talking: until peers hear this life, their heartbeats still name the
   // incarnation they knew, which tells a restarted member that it had a previous life.
   if (!listening && Millis(now - last_send_ns_) >= kHeartbeatPeriodMs) SendHeartbeats(now);
-  if (Millis(now - last_resolve_ns_) >= kResolveRetryMs) {
-    for (size_t i = 0; i < targets_.size(); ++i) {
-      if (!targets_[i] && static_cast<int>(i) != SelfIndex()) {
-        Resolve();
-        break;
-      }
-    }
-  }
+  if (Millis(now - last_resolve_ns_) >= kResolveRetryMs) Resolve();
   bool fenced = listening || tracker_.HeardCount() < members_.Majority();
   if (fenced != fenced_) {
     fprintf(
@@ -483,6 +491,8 @@ AdminResponse ClusterControl::PutMembers(const AdminRequest& request) {
   members_ = std::move(next);
   tracker_.SetMembers(members_, SelfIndex());
   targets_.assign(members_.members.size(), std::nullopt);
+  resolving_.assign(members_.members.size(), false);
+  ++list_generation_;
   Resolve();
   dirty_ = true;
   Tick();  // publish the view of the new list before answering

@@ -109,7 +109,10 @@ class ClusterControl {
   boost::asio::steady_timer timer_;
   std::array<uint8_t, 2048> receive_buffer_{};
   boost::asio::ip::udp::endpoint sender_;
+  boost::asio::ip::udp::resolver resolver_;
   std::vector<std::optional<boost::asio::ip::udp::endpoint>> targets_;  // by member index
+  std::vector<bool> resolving_;   // an asynchronous resolution is in flight
+  uint64_t list_generation_ = 0;  // resolutions of an older member list are dropped
   int64_t last_resolve_ns_ = 0;
   int64_t last_send_ns_ = 0;
   int64_t started_ns_ = 0;

@@ -119,3 +119,50 @@ TEST_F(ClusterControlTest, LeaveWithoutHandoffFinishesWhenNoSlotsAreOwned) {
 
 }  // namespace
 }  // namespace keep::cluster
+
+namespace keep::cluster {
+namespace {
+
+// Two members in one io_context, one named by DNS ("localhost"): they hear each other, agree,
+// and when one stops the other fences itself (1 of 2 is no majority).
+TEST(ClusterControlPair, HearEachOtherThroughDnsNamesAndFenceWhenAlone) {
+  boost::asio::io_context io;
+  int port_a = FreeUdpPort();
+  int port_b = FreeUdpPort();
+  MemberList list;
+  ASSERT_EQ(ParseInlineMembers("a@127.0.0.1:7000:" + std::to_string(port_a) +
+                                   ":1,b@localhost:7002:" + std::to_string(port_b) + ":1",
+                               &list),
+            "");
+  auto options = [&](const char* id, uint64_t incarnation) {
+    ClusterOptions o;
+    o.members = list;
+    o.self_id = id;
+    o.incarnation = incarnation;
+    o.peer_secret = "p";
+    o.cluster_secret = "c";
+    o.bind_address = "127.0.0.1";
+    return o;
+  };
+  ViewPublisher views_a(1), views_b(1);
+  ClusterControl a(io, options("a", 1), &views_a);
+  ClusterControl b(io, options("b", 2), &views_b);
+  ASSERT_EQ(a.Start(), "");
+  ASSERT_EQ(b.Start(), "");
+  io.run_for(std::chrono::milliseconds(300));
+  ASSERT_FALSE(views_a.current()->fenced);
+  ASSERT_FALSE(views_b.current()->fenced);
+  EXPECT_EQ(a.Phase(), "serving");
+  EXPECT_EQ(views_a.current()->owner, views_b.current()->owner);
+  EXPECT_EQ(views_a.current()->members[1].state, MemberState::kUp);
+  EXPECT_EQ(views_a.current()->members[1].incarnation, 2u);
+  b.Stop();
+  io.run_for(std::chrono::milliseconds(350));
+  EXPECT_TRUE(views_a.current()->fenced);
+  EXPECT_EQ(views_a.current()->members[1].state, MemberState::kDown);
+  a.Stop();
+  io.run_for(std::chrono::milliseconds(10));
+}
+
+}  // namespace
+}  // namespace keep::cluster
