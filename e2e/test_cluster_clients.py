@@ -31,6 +31,7 @@ def crc_cluster(server_log_dir):
         yield c
     finally:
         c.close()
+    assert not c.problems(), "\n".join(c.problems())
 
 
 @pytest.fixture
@@ -41,8 +42,7 @@ def keyed_cluster(server_log_dir, request):
         yield c
     finally:
         c.close()
-    for m in c.members:
-        assert m.proc.returncode == 0, f"{m.id} exited with {m.proc.returncode}\n{m.log_tail()}"
+    assert not c.problems(), "\n".join(c.problems())
 
 
 def crc16(data: bytes) -> int:

@@ -35,10 +35,8 @@ def make_cluster(server_log_dir, request):
     problems = []
     for c in made:
         c.close()
-        for m in c.members:
-            # Every member leaves cleanly on SIGTERM (exit 0) unless a test killed it.
-            if m.proc is not None and m.proc.returncode not in (0, -9):
-                problems.append(f"{m.id} exited with {m.proc.returncode}\n{m.log_tail()}")
+        # Every member leaves cleanly on SIGTERM (exit 0) unless a test killed it.
+        problems += c.problems(allowed_exits=(0, -9))
     assert not problems, "\n".join(problems)
 
 

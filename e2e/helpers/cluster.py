@@ -24,7 +24,7 @@ import urllib.request
 from pathlib import Path
 
 from .resp import RawConnection
-from .server import _LIVE, _die_with_parent, keep_bin
+from .server import _LIVE, CRASH_PATTERNS, _die_with_parent, keep_bin
 
 PEER_SECRET = "e2e-peer-secret"
 CLUSTER_SECRET = "e2e-cluster-secret"
@@ -281,6 +281,24 @@ class Cluster:
         finally:
             for m in self.members:
                 m.stop()
+
+    def problems(self, allowed_exits=(0,)) -> list[str]:
+        """After close(): members that exited badly or logged a crash/sanitizer report."""
+        out = []
+        for m in self.members:
+            if m.proc is None:
+                continue
+            if m.proc.returncode not in allowed_exits:
+                out.append(f"{m.id} exited with {m.proc.returncode}\n{m.log_tail()}")
+            try:
+                log = m.log_path.read_bytes()
+            except FileNotFoundError:
+                log = b""
+            found = CRASH_PATTERNS.search(log)
+            if found:
+                out.append(f"{m.id} logged a crash report: "
+                           f"{log[max(0, found.start() - 200):found.start() + 2000]!r}")
+        return out
 
 
 def _iptables(*args, check: bool = True) -> None:
