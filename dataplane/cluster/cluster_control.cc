@@ -323,7 +323,7 @@ void ClusterControl::Rebuild() {
   if (self < 0) return;
   if (reborn_ && !reborn_applied_) {
     reborn_applied_ = true;
-    int64_t until = clock_.NowMillis() + LockQuarantineMs(options_.max_lock_ttl_ms);
+    int64_t until = core::MonotonicNanos() / 1'000'000 + LockQuarantineMs(options_.max_lock_ttl_ms);
     builder_.QuarantineOwnSlotsUntil(until);
     fprintf(stderr,
             "keep-server: cluster: peers knew a previous life of this member: LOCK is refused in "
@@ -338,7 +338,7 @@ void ClusterControl::Rebuild() {
   input.status = tracker_.Statuses();
   input.fenced = fenced_;
   input.handoff = handoff_ != nullptr;
-  input.now_ms = clock_.NowMillis();
+  input.now_ms = core::MonotonicNanos() / 1'000'000;
   input.monotonic_raw_ms = Millis(MonotonicRawNanos());
   MoveEvents events;
   std::unique_ptr<View> view = builder_.Build(input, &events);

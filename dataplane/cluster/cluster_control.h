@@ -102,7 +102,6 @@ class ClusterControl {
   MemberList members_;
   PeerTracker tracker_;
   ViewBuilder builder_;
-  core::Clock clock_;
   HandoffHook* handoff_ = nullptr;
 
   boost::asio::ip::udp::socket socket_;

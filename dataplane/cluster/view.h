@@ -64,7 +64,8 @@ struct View {
   std::vector<ViewMember> members;
   std::array<uint16_t, core::kSlotCount> owner{};  // index into members, or kNoOwner
   std::array<SlotPhase, core::kSlotCount> phase{};
-  // LOCK answers TRYAGAIN in the slot until then (shard clock ms, see core/clock.h); 0: none.
+  // LOCK answers TRYAGAIN in the slot until then (CLOCK_MONOTONIC ms, core::MonotonicNanos; a
+  // shard adds its clock's offset, so no wall-clock step moves the deadline); 0: none.
   std::array<int64_t, core::kSlotCount> lock_quarantine_until_ms{};
   // When the view was built (CLOCK_MONOTONIC_RAW, ms), so tests and operators can time changes.
   int64_t built_monotonic_raw_ms = 0;

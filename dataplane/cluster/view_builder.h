@@ -59,7 +59,7 @@ class ViewBuilder {
     std::vector<MemberStatus> status;  // per member of the list; status[self] is ignored
     bool fenced = false;
     bool handoff = false;  // a handoff engine is attached (and may start moves now)
-    int64_t now_ms = 0;    // shard clock, for quarantine deadlines
+    int64_t now_ms = 0;    // CLOCK_MONOTONIC ms, for quarantine deadlines
     int64_t monotonic_raw_ms = 0;
   };
 

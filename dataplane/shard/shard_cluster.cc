@@ -48,8 +48,10 @@ void Shard::ApplyView() {
   applied_epoch_ = view_->epoch;
   for (uint32_t slot = static_cast<uint32_t>(options_.index); slot < core::kSlotCount;
        slot += static_cast<uint32_t>(options_.count)) {
+    int64_t deadline = view_->lock_quarantine_until_ms[slot];
+    if (deadline == 0) continue;
     int64_t& until = slot_table_[slot].lock_quarantine_until_ms;
-    until = std::max(until, view_->lock_quarantine_until_ms[slot]);
+    until = std::max(until, deadline + clock_.offset_ms());
   }
 }
 
