@@ -20,6 +20,10 @@
 #include "dataplane/core/store.h"
 #include "dataplane/proto/reply_writer.h"
 
+namespace keep::cluster {
+struct View;
+}
+
 namespace keep::commands {
 
 // The three pub/sub namespaces: channels, patterns over channels, and shard channels.
@@ -97,6 +101,10 @@ struct CommandContext {
   // kSingleKey: the slot of the request's keys, and the owning shard's per-slot state.
   uint32_t slot = 0;
   core::SlotTable* slots = nullptr;
+  // Cluster mode: this shard's view for the turn (nullptr on a single node), and the slot
+  // function, for the CLUSTER commands.
+  const cluster::View* view = nullptr;
+  const core::SlotFunction* slot_of = nullptr;
 };
 
 enum class Routing : uint8_t {

@@ -45,6 +45,7 @@ const CommandTable& CommandTable::Default() {
     t.Add(LockCommands());
     t.Add(RateLimitCommands());
     t.Add(PubSubCommands());
+    t.Add(ClusterCommands());
     return t;
   }();
   return table;

@@ -44,5 +44,6 @@ std::span<const CommandSpec> ScriptCommands();
 std::span<const CommandSpec> LockCommands();
 std::span<const CommandSpec> RateLimitCommands();
 std::span<const CommandSpec> PubSubCommands();
+std::span<const CommandSpec> ClusterCommands();
 
 }  // namespace keep::commands

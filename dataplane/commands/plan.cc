@@ -85,9 +85,10 @@ void PlanRequest(const CommandTable& table, std::span<const std::string_view> ar
         return;
       }
       for (size_t i = spec->first_key; i <= last && i < args.size(); i += spec->key_step) {
+        uint32_t slot = slot_of(args[i]);
         plan->key_arg.push_back(static_cast<uint32_t>(i));
-        plan->key_shard.push_back(
-            static_cast<uint16_t>(ShardOfSlot(slot_of(args[i]), shard_count)));
+        plan->key_slot.push_back(slot);
+        plan->key_shard.push_back(static_cast<uint16_t>(ShardOfSlot(slot, shard_count)));
       }
       return;
     }

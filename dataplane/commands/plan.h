@@ -24,6 +24,7 @@ struct RoutePlan {
   // kEachKey: for each key in request order, its argument index and owning shard.
   std::vector<uint32_t> key_arg;
   std::vector<uint16_t> key_shard;
+  std::vector<uint32_t> key_slot;  // kEachKey: each key's slot (cluster routing checks them)
 
   void Reset() {
     spec = nullptr;
@@ -32,6 +33,7 @@ struct RoutePlan {
     cursor_position = 0;
     key_arg.clear();
     key_shard.clear();
+    key_slot.clear();
   }
 };
 

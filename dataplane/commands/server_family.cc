@@ -134,7 +134,7 @@ void CombineInfo(const CombineInput& input, proto::ReplyWriter& reply) {
     uname(&name);
     Line(&out, "redis_version", kRedisCompatVersion);
     Line(&out, "keep_version", facts.version);
-    Line(&out, "redis_mode", "standalone");
+    Line(&out, "redis_mode", facts.cluster_enabled ? "cluster" : "standalone");
     Line(&out, "os", std::string(name.sysname) + " " + name.release + " " + name.machine);
     Line(&out, "arch_bits", "64");
     Line(&out, "multiplexing_api", "epoll");
@@ -209,6 +209,11 @@ void CombineInfo(const CombineInput& input, proto::ReplyWriter& reply) {
     snprintf(buf, sizeof(buf), "%ld.%06ld", static_cast<long>(usage.ru_utime.tv_sec),
              static_cast<long>(usage.ru_utime.tv_usec));
     Line(&out, "used_cpu_user", buf);
+  }
+  if (want("cluster")) {
+    // Cluster-aware clients (redis-py's RedisCluster) check this before trusting CLUSTER SLOTS.
+    section("Cluster");
+    Line(&out, "cluster_enabled", uint64_t{facts.cluster_enabled ? 1u : 0u});
   }
   if (want("keyspace")) {
     section("Keyspace");

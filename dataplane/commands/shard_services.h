@@ -77,6 +77,7 @@ struct ServerFacts {
   int64_t start_ms = 0;
   int pid = 0;
   uint64_t maxmemory = 0;
+  bool cluster_enabled = false;  // started with a member list (INFO's cluster_enabled)
 };
 
 class ShardServices {

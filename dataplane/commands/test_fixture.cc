@@ -58,7 +58,9 @@ void CommandFixture::RunHandler(const CommandSpec& spec, int shard,
                      .shard_count = shard_count(),
                      .caller_id = client_.id,
                      .slot = plan_.slot,
-                     .slots = slot_tables_[shard].get()};
+                     .slots = slot_tables_[shard].get(),
+                     .view = view_,
+                     .slot_of = &slot_of_};
   if (AdmitWrite(spec, ctx)) spec.handler(ctx);
 }
 

@@ -62,6 +62,8 @@ class CommandFixture : public ::testing::Test {
   // The shard services every handler sees (ctx.services), e.g. a fake for server commands; null
   // by default.
   void set_services(ShardServices* services) { services_ = services; }
+  // Cluster mode: the view every handler sees (ctx.view); null (a single node) by default.
+  void set_view(const cluster::View* view) { view_ = view; }
 
  private:
   std::string Execute(const std::vector<std::string>& args, int resp_version);
@@ -81,6 +83,7 @@ class CommandFixture : public ::testing::Test {
   Limits limits_;
   RoutePlan plan_;
   ShardServices* services_ = nullptr;
+  const cluster::View* view_ = nullptr;
   int64_t now_ms_ = kStartMs;
   bool direct_single_part_ = false;
 };

@@ -68,6 +68,29 @@ std::function<std::string(Config&, std::string_view)> PortField(std::string_view
   };
 }
 
+// Reads a secret from a file (one line; trailing newlines dropped) into `field`.
+std::function<std::string(Config&, std::string_view)> SecretFile(std::string_view name,
+                                                                 std::string Config::*field) {
+  return [=](Config& c, std::string_view v) -> std::string {
+    std::ifstream in{std::string(v)};
+    if (!in) return "cannot read " + std::string(name) + " '" + std::string(v) + "'";
+    std::stringstream contents;
+    contents << in.rdbuf();
+    std::string secret = contents.str();
+    while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
+    if (secret.empty()) return std::string(name) + " '" + std::string(v) + "' is empty";
+    c.*field = secret;
+    return "";
+  };
+}
+
+std::function<std::string(Config&, std::string_view)> StringField(std::string Config::*field) {
+  return [=](Config& c, std::string_view v) -> std::string {
+    c.*field = std::string(v);
+    return "";
+  };
+}
+
 const std::vector<Setting>& Settings() {
   static const std::vector<Setting> settings = {
       {"bind", Kind::kString, "address the client port listens on (default 127.0.0.1)",
@@ -159,6 +182,34 @@ const std::vector<Setting>& Settings() {
          return "";
        },
        true},
+      {"members", Kind::kString,
+       "cluster members inline: id@host:client_port:peer_port:shards[:shard_port_base],...",
+       StringField(&Config::members)},
+      {"members-file", Kind::kString, "cluster members as a JSON file (see dataplane/cluster)",
+       StringField(&Config::members_file)},
+      {"member-id", Kind::kString, "this process's id in the member list",
+       StringField(&Config::member_id)},
+      {"slot-hash", Kind::kString, "key to slot: keyed | crc16 (default keyed)",
+       [](Config& c, std::string_view v) -> std::string {
+         if (v == "keyed")
+           c.slot_hash_crc16 = false;
+         else if (v == "crc16")
+           c.slot_hash_crc16 = true;
+         else
+           return Bad("slot-hash", v, "keyed or crc16");
+         return "";
+       }},
+      {"secret-file", Kind::kFile,
+       "file holding the cluster secret that keys slots (or KEEP_SECRET)",
+       SecretFile("secret-file", &Config::cluster_secret), true},
+      {"peer-secret-file", Kind::kFile,
+       "file holding the secret that authenticates members (or KEEP_PEER_SECRET)",
+       SecretFile("peer-secret-file", &Config::peer_secret), true},
+      {"admin-port", Kind::kInt, "admin HTTP port in cluster mode; 0 = client port + 2 (default 0)",
+       PortField("admin-port", &Config::admin_port, 0)},
+      {"admin-token-file", Kind::kFile,
+       "file holding the admin token (default: derived from the peer secret)",
+       SecretFile("admin-token-file", &Config::admin_token), true},
   };
   return settings;
 }
@@ -312,6 +363,10 @@ LoadResult LoadConfig(const std::vector<std::string>& argv,
       from_env["requirepass"] = value;
       continue;
     }
+    if (env_name == "KEEP_SECRET" || env_name == "KEEP_PEER_SECRET") {
+      from_env[env_name == "KEEP_SECRET" ? "secret" : "peer-secret"] = value;
+      continue;
+    }
     const Setting* match = nullptr;
     for (const Setting& s : Settings()) {
       if (EnvName(s.name) == env_name) match = &s;
@@ -401,6 +456,29 @@ LoadResult LoadConfig(const std::vector<std::string>& argv,
       return result;
     }
     config.key_classes = std::move(key_classes);
+  }
+  // Secrets come from files or KEEP_SECRET / KEEP_PEER_SECRET, never from flags (design §2.8).
+  for (auto [env, file, field] :
+       {std::tuple{"secret", "secret-file", &Config::cluster_secret},
+        std::tuple{"peer-secret", "peer-secret-file", &Config::peer_secret}}) {
+    auto it = from_env.find(env);
+    if (it == from_env.end()) continue;
+    if (from_flags.count(file) || from_env.count(file) || from_file.count(file)) {
+      result.message = std::string("KEEP_") +
+                       (std::string_view(env) == "secret" ? "SECRET" : "PEER_SECRET") + " and " +
+                       file + " are both set: choose one";
+      return result;
+    }
+    if (it->second.empty()) {
+      result.message =
+          std::string(env) == "secret" ? "KEEP_SECRET is empty" : "KEEP_PEER_SECRET is empty";
+      return result;
+    }
+    config.*field = it->second;
+  }
+  if (!config.members.empty() && !config.members_file.empty()) {
+    result.message = "members and members-file are both set: choose one";
+    return result;
   }
   if (config.shard_port_base != 0 && config.port != 0 && config.shard_port_base <= config.port &&
       config.port < config.shard_port_base + std::max(config.shards, 1)) {

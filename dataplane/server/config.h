@@ -38,6 +38,15 @@ struct Config {
   int64_t maxmemory = 0;             // bytes over all shards; 0: no cap
   // The [[key_class]] tables of the config file (validated: they build a KeyClassTable).
   std::vector<core::KeyClassSpec> key_classes;
+  // Cluster (design §3): members inline or as a JSON file, and which of them this process is.
+  std::string members;
+  std::string members_file;
+  std::string member_id;
+  bool slot_hash_crc16 = false;  // --slot-hash crc16 (default keyed)
+  std::string cluster_secret;    // from KEEP_SECRET or --secret-file only
+  std::string peer_secret;       // from KEEP_PEER_SECRET or --peer-secret-file only
+  std::string admin_token;       // from --admin-token-file only
+  int admin_port = 0;            // 0: client port + 2 (cluster mode only)
 };
 
 // The outcome of loading: a config, or a message for the user (and whether it is an error or

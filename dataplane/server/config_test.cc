@@ -122,6 +122,33 @@ TEST(ConfigTest, LockAndScriptLimits) {
   EXPECT_FALSE(Load({"--lua-time-limit", "-5"}).config.has_value());
 }
 
+TEST(ConfigTest, ClusterSettingsAndSecrets) {
+  LoadResult r = Load({"--members", "a@127.0.0.1:7000:7001:2", "--member-id", "a", "--slot-hash",
+                       "crc16", "--admin-port", "9000"},
+                      {"KEEP_SECRET=cluster", "KEEP_PEER_SECRET=peer"});
+  ASSERT_TRUE(r.config.has_value()) << r.message;
+  EXPECT_EQ(r.config->members, "a@127.0.0.1:7000:7001:2");
+  EXPECT_EQ(r.config->member_id, "a");
+  EXPECT_TRUE(r.config->slot_hash_crc16);
+  EXPECT_EQ(r.config->admin_port, 9000);
+  EXPECT_EQ(r.config->cluster_secret, "cluster");
+  EXPECT_EQ(r.config->peer_secret, "peer");
+  auto path = std::filesystem::temp_directory_path() / "keep_peer_secret";
+  std::ofstream(path) << "from-file\n";
+  r = Load({"--peer-secret-file", path.string()});
+  ASSERT_TRUE(r.config.has_value()) << r.message;
+  EXPECT_EQ(r.config->peer_secret, "from-file");
+  r = Load({"--peer-secret-file", path.string()}, {"KEEP_PEER_SECRET=x"});
+  EXPECT_FALSE(r.config.has_value());
+  EXPECT_NE(r.message.find("choose one"), std::string::npos);
+  std::filesystem::remove(path);
+  EXPECT_FALSE(Load({"--slot-hash", "md5"}).config.has_value());
+  EXPECT_FALSE(Load({"--peer-secret", "x"}).config.has_value());
+  EXPECT_FALSE(Load({}, {"KEEP_SECRET="}).config.has_value());
+  EXPECT_FALSE(Load({"--members", "a@h:1:2:1", "--members-file", "/x"}).config.has_value());
+  EXPECT_FALSE(Load({"--peer-secret-file", "/nonexistent/keep"}).config.has_value());
+}
+
 TEST(ConfigTest, ReadmeDocumentsEverySetting) {
   std::ifstream readme(std::string(KEEP_SOURCE_DIR) + "/README.md");
   ASSERT_TRUE(readme.good());

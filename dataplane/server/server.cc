@@ -10,7 +10,10 @@
 #include <random>
 #include <thread>
 
+#include "dataplane/cluster/cluster_control.h"
 #include "dataplane/core/clock.h"
+#include "dataplane/server/admin_http.h"
+#include "dataplane/server/cluster_setup.h"
 #include "dataplane/server/config.h"
 #include "dataplane/server/cpu_budget.h"
 #include "dataplane/server/listeners.h"
@@ -82,7 +85,13 @@ int RunServer(const std::vector<std::string>& argv, const std::vector<std::strin
     }
     return Fail(loaded.message);
   }
-  const Config& config = *loaded.config;
+  Config config = *loaded.config;
+  // Cluster mode: the member list decides this member's ports and shard count.
+  std::optional<cluster::ClusterOptions> cluster_options;
+  if (!config.members.empty() || !config.members_file.empty()) {
+    std::string cluster_error = PrepareCluster(&config, &cluster_options);
+    if (!cluster_error.empty()) return Fail(cluster_error);
+  }
 
   CpuBudget budget = DetectCpuBudget();
   if (budget.cgroup_v1 && config.shards == 0) {
@@ -139,6 +148,7 @@ int RunServer(const std::vector<std::string>& argv, const std::vector<std::strin
   facts.start_ms = core::WallMillis();
   facts.pid = getpid();
   facts.maxmemory = static_cast<uint64_t>(config.maxmemory);
+  facts.cluster_enabled = cluster_options.has_value();
 
   std::vector<shard::ShardOptions> shard_options;
   for (int i = 0; i < shards; ++i) {
@@ -163,12 +173,22 @@ int RunServer(const std::vector<std::string>& argv, const std::vector<std::strin
     core::KeyClassTable::Build(config.key_classes, &options.key_classes, &class_error);
     shard_options.push_back(std::move(options));
   }
-  // The slot function of a single node; the cluster secret keys it once clustering exists.
-  core::SlotFunction slot_function(core::SlotHash::kKeyed, "");
+  core::SlotFunction slot_function(
+      config.slot_hash_crc16 ? core::SlotHash::kCrc16 : core::SlotHash::kKeyed,
+      config.cluster_secret);
   auto group = std::make_unique<shard::ShardGroup>(std::move(shard_options), slot_function, facts,
                                                    ConfigView(config, listeners.client_port),
                                                    config.maxclients);
   group->on_shutdown_request = [] { kill(getpid(), SIGTERM); };
+  // Cluster mode: the control thread (heartbeats, views, admin HTTP) starts before the shards,
+  // so they never serve a key without a view (the first one is fenced).
+  std::unique_ptr<ControlThread> control;
+  if (cluster_options) {
+    control = std::make_unique<ControlThread>(shards);
+    std::string control_error = control->Start(*cluster_options, config, listeners.client_port);
+    if (!control_error.empty()) return Fail(control_error);
+    group->set_views(control->views());
+  }
   group->Start();
 
   if (!config.ready_file.empty()) {
@@ -179,7 +199,7 @@ int RunServer(const std::vector<std::string>& argv, const std::vector<std::strin
   fprintf(stderr,
           "keep-server started version=%s pid=%d bind=%s port=%d shards=%d budget=%d "
           "allowed_cpus=%s quota_cpus=%s pinned=%s cpus=%s shard_ports=%s "
-          "maxclients=%lld maxmemory=%lld tls=off member=standalone\n",
+          "maxclients=%lld maxmemory=%lld tls=off member=%s\n",
           kVersion, getpid(), config.bind.c_str(), listeners.client_port, shards, budget.budget,
           JoinInts(budget.allowed_cpus).c_str(), quota.c_str(), pin ? "true" : "false",
           pin ? JoinInts(shard_cpus).c_str() : "any",
@@ -187,12 +207,20 @@ int RunServer(const std::vector<std::string>& argv, const std::vector<std::strin
                                         std::to_string(config.shard_port_base + shards - 1))
                                            .c_str()
                                      : "off",
-          static_cast<long long>(config.maxclients), static_cast<long long>(config.maxmemory));
+          static_cast<long long>(config.maxclients), static_cast<long long>(config.maxmemory),
+          control ? control->Describe().c_str() : "standalone");
 
   int signal_number = 0;
   sigwait(&signals, &signal_number);
   int interrupts = signal_number == SIGINT ? 1 : 0;
   fprintf(stderr, "keep-server: stopping (%s)\n", interrupts > 0 ? "SIGINT" : "SIGTERM");
+  if (control && interrupts == 0) {
+    // A clean leave first (design §3.5): hand the slots over, then stop serving.
+    if (!control->Leave(&signals)) {
+      fprintf(stderr, "keep-server: second SIGINT, exiting now\n");
+      _exit(130);
+    }
+  }
   group->RequestStop();
   std::atomic<bool> stopped{false};
   std::thread waiter([&] {
@@ -209,6 +237,7 @@ int RunServer(const std::vector<std::string>& argv, const std::vector<std::strin
   }
   waiter.join();
   group.reset();
+  control.reset();
   if (!config.ready_file.empty()) std::filesystem::remove(config.ready_file);
   fprintf(stderr, "keep-server: stopped\n");
   return 0;

@@ -325,6 +325,7 @@ void Shard::BinaryDispatch(Connection* conn, const bin::RequestView& request,
     if (owner != options_.index && (state.inflight >= kBinaryMaxInflight ||
                                     outbound_[owner].size() >= kBinaryMaxQueuedPerRing)) {
       bin::EncodeBusy(&conn->out, request.id, kBusyRetryMs);
+      metrics_.RecordRedirect(telemetry::Redirect::kBusy);
       MarkWrite(conn);
       return;
     }

@@ -220,6 +220,10 @@ void Shard::Turn(int timeout_ms) {
   store_.SetNow(now_ms_);
   // CONFIG SET maxmemory on any shard applies from this shard's next turn.
   store_.SetMemoryLimit(group_->maxmemory_share());
+  if (cluster::ViewPublisher* views = group_->views()) {
+    view_ = views->BeginTurn(options_.index);
+    if (view_ != nullptr && view_->epoch != applied_epoch_) ApplyView();
+  }
 
   for (int i = 0; i < ready; ++i) {
     uint64_t tag = events[i].data.u64;
@@ -430,6 +434,7 @@ void Shard::Dispatch(Connection* conn, std::span<const std::string_view> args) {
                "this context");
     return;
   }
+  if (view_ != nullptr && !ClusterAdmits(conn)) return;
   switch (plan_.routing) {
     case commands::Routing::kLocal: {
       proto::ReplyWriter writer(ReplyTarget(conn), conn->client.resp_version);
@@ -443,7 +448,9 @@ void Shard::Dispatch(Connection* conn, std::span<const std::string_view> args) {
                                    .shard_index = options_.index,
                                    .shard_count = options_.count,
                                    .caller_id = conn->client.id,
-                                   .slots = &slot_table_};
+                                   .slots = &slot_table_,
+                                   .view = view_,
+                                   .slot_of = &group_->slot_function()};
       Execute(spec, ctx);
       if (conn->client.close_after_reply) conn->close_after_flush = true;
       return;
@@ -461,7 +468,9 @@ void Shard::Dispatch(Connection* conn, std::span<const std::string_view> args) {
                                      .shard_count = options_.count,
                                      .caller_id = conn->client.id,
                                      .slot = plan_.slot,
-                                     .slots = &slot_table_};
+                                     .slots = &slot_table_,
+                                     .view = view_,
+                                     .slot_of = &group_->slot_function()};
         Execute(spec, ctx);
         return;
       }
@@ -533,7 +542,9 @@ void Shard::RunPart(const commands::CommandSpec* spec, std::span<const std::stri
                                .shard_count = options_.count,
                                .caller_id = caller_id,
                                .slot = slot,
-                               .slots = &slot_table_};
+                               .slots = &slot_table_,
+                               .view = view_,
+                               .slot_of = &group_->slot_function()};
   Execute(spec, ctx);
 }
 

@@ -160,6 +160,11 @@ class Shard final : public commands::ShardServices {
   void AccountBuffers(Connection* conn);
   void BeginStop();
   bool Drained() const;
+  // Cluster mode (shard_cluster.cc): whether this member serves the planned request's slot(s);
+  // if not, answers CLUSTERDOWN, MOVED, TRYAGAIN or CROSSSLOT and returns false.
+  bool ClusterAdmits(Connection* conn);
+  // A newly published view: apply its lock quarantines to the slots this shard owns.
+  void ApplyView();
 
   Envelope* NewEnvelope();
   void Recycle(Envelope* envelope);
@@ -210,6 +215,10 @@ class Shard final : public commands::ShardServices {
   std::vector<Connection*> resume_list_;
   std::vector<std::vector<Envelope*>> outbound_;  // per target shard, pushed at the turn's end
   std::unique_ptr<char[]> scratch_;               // one read buffer for every connection
+
+  const cluster::View* view_ = nullptr;  // this turn's view (cluster mode)
+  uint64_t applied_epoch_ = 0;
+  std::string route_error_;  // reused for MOVED texts
 
   commands::RoutePlan plan_;
   std::vector<std::string_view> args_;  // the request being parsed, reused

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "dataplane/cluster/view.h"
 #include "dataplane/commands/shard_services.h"
 #include "dataplane/core/slot.h"
 #include "dataplane/shard/shard.h"
@@ -38,6 +39,10 @@ class ShardGroup {
   Shard& shard(int i) { return *shards_[i]; }
   SpscRing<Envelope>& ring(int from, int to) { return *rings_[from * count() + to]; }
   const core::SlotFunction& slot_function() const { return slot_function_; }
+  // Cluster mode: where shards read the current view (nullptr on a single node). Set before
+  // Start; the publisher outlives the shards.
+  void set_views(cluster::ViewPublisher* views) { views_ = views; }
+  cluster::ViewPublisher* views() const { return views_; }
   const commands::ServerFacts& facts() const { return facts_; }
   // The process's metrics: each shard writes its own cells; the admin endpoint renders them.
   telemetry::MetricsHub& metrics() { return metrics_; }
@@ -72,6 +77,7 @@ class ShardGroup {
   std::vector<std::unique_ptr<Shard>> shards_;
   std::vector<std::unique_ptr<SpscRing<Envelope>>> rings_;
   core::SlotFunction slot_function_;
+  cluster::ViewPublisher* views_ = nullptr;
   commands::ServerFacts facts_;
   std::atomic<int64_t> connected_clients_{0};
   std::atomic<uint64_t> next_client_id_{1};

@@ -1,0 +1,195 @@
+#include "dataplane/cluster/view_builder.h"
+
+#include <algorithm>
+#include <string_view>
+
+namespace keep::cluster {
+
+namespace {
+
+bool SameView(const View& a, const View& b) {
+  if (a.fenced != b.fenced || a.self != b.self || a.members.size() != b.members.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.members.size(); ++i) {
+    const ViewMember& x = a.members[i];
+    const ViewMember& y = b.members[i];
+    if (x.member.id != y.member.id || !x.member.SameEndpoints(y.member) || x.state != y.state ||
+        x.incarnation != y.incarnation) {
+      return false;
+    }
+  }
+  return a.owner == b.owner && a.phase == b.phase &&
+         a.lock_quarantine_until_ms == b.lock_quarantine_until_ms;
+}
+
+}  // namespace
+
+bool ViewBuilder::FinishMove(uint32_t slot) {
+  if (slot >= core::kSlotCount || move_[slot] == Move::kNone) return false;
+  if (move_[slot] == Move::kExport) {
+    // The new owner holds the data now: the next Build must not start the export again.
+    auto it = std::find(previous_ids_.begin(), previous_ids_.end(), move_peer_[slot]);
+    previous_owner_[slot] =
+        it == previous_ids_.end() ? kNoOwner : static_cast<uint16_t>(it - previous_ids_.begin());
+  }
+  move_[slot] = Move::kNone;
+  move_peer_[slot].clear();
+  --progress_.in_flight;
+  ++progress_.done;
+  return true;
+}
+
+std::unique_ptr<View> ViewBuilder::Build(const Input& input, MoveEvents* events) {
+  const MemberList& list = *input.list;
+  auto view = std::make_unique<View>();
+  view->fenced = input.fenced;
+  view->self = input.self;
+  view->slot_hash = options_.slot_hash;
+  view->built_monotonic_raw_ms = input.monotonic_raw_ms;
+
+  std::vector<std::string_view> ids;
+  std::vector<char> candidate_bytes;
+  std::vector<bool> alive(list.members.size());
+  for (size_t i = 0; i < list.members.size(); ++i) {
+    ViewMember vm;
+    vm.member = list.members[i];
+    FillEndpoints(&vm);
+    if (static_cast<int>(i) == input.self) {
+      vm.state = input.self_state;
+      vm.incarnation = input.self_incarnation;
+      alive[i] = true;
+    } else {
+      const MemberStatus& s = input.status[i];
+      vm.state = s.alive ? s.announced : MemberState::kDown;
+      vm.incarnation = s.incarnation;
+      alive[i] = s.alive;
+    }
+    view->members.push_back(std::move(vm));
+  }
+  for (const ViewMember& vm : view->members) ids.push_back(vm.member.id);
+  bool candidates[kMaxMembers];
+  for (size_t i = 0; i < ids.size(); ++i) {
+    MemberState st = view->members[i].state;
+    candidates[i] = alive[i] && (st == MemberState::kJoining || st == MemberState::kUp);
+  }
+  ComputeOwners(options_.placement_seed, ids, std::span<const bool>(candidates, ids.size()),
+                &view->owner);
+
+  // A member's first view: slots it gains from members already serving are a join (imported,
+  // or quarantined without a handoff), as if the previous view were theirs without this member.
+  // In a cluster starting from scratch nobody serves yet and every slot is simply owned.
+  if (!have_previous_) {
+    bool serving[kMaxMembers];
+    bool any = false;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      serving[i] = static_cast<int>(i) != input.self && alive[i] &&
+                   view->members[i].state == MemberState::kUp;
+      any = any || serving[i];
+    }
+    if (any) {
+      previous_ids_.assign(ids.begin(), ids.end());
+      ComputeOwners(options_.placement_seed, ids, std::span<const bool>(serving, ids.size()),
+                    &previous_owner_);
+      have_previous_ = true;
+    }
+  }
+
+  // The previous owner of each slot, by id, mapped onto this list.
+  std::vector<int> previous_index(previous_ids_.size(), -1);
+  for (size_t p = 0; p < previous_ids_.size(); ++p)
+    previous_index[p] = list.IndexOf(previous_ids_[p]);
+  auto peer_alive = [&](std::string_view id) {
+    int i = list.IndexOf(id);
+    return i >= 0 && alive[i] && view->members[i].state != MemberState::kLeft;
+  };
+  bool may_move = input.handoff && !input.fenced;
+  int self = input.self;
+  for (uint32_t slot = 0; slot < core::kSlotCount; ++slot) {
+    uint16_t now_owner = view->owner[slot];
+    int before = -1;  // the previous owner's index in this list, -1 when none or gone
+    bool had_previous = false;
+    if (have_previous_ && previous_owner_[slot] != kNoOwner) {
+      had_previous = true;
+      before = previous_index[previous_owner_[slot]];
+    }
+    bool mine_now = now_owner != kNoOwner && now_owner == self;
+    bool mine_before = have_previous_ && before == self;
+
+    // A move in flight stays as long as it still makes sense.
+    if (move_[slot] == Move::kImport) {
+      if (mine_now && peer_alive(move_peer_[slot])) {
+        view->phase[slot] = SlotPhase::kImporting;
+        continue;
+      }
+      events->cancelled.push_back(slot);
+      move_[slot] = Move::kNone;
+      --progress_.in_flight;
+      // The import was cut short: whatever locks the old owner had did not arrive.
+      if (mine_now) quarantine_[slot] = input.now_ms + options_.quarantine_ms;
+    } else if (move_[slot] == Move::kExport) {
+      if (now_owner != kNoOwner && view->members[now_owner].member.id == move_peer_[slot] &&
+          peer_alive(move_peer_[slot])) {
+        view->phase[slot] = SlotPhase::kExporting;
+        continue;
+      }
+      events->cancelled.push_back(slot);
+      move_[slot] = Move::kNone;
+      --progress_.in_flight;
+      mine_before = true;
+    }
+
+    if (mine_now) {
+      if (!had_previous || mine_before) {
+        view->phase[slot] = SlotPhase::kOwned;
+      } else if (before >= 0 && before != self && may_move && peer_alive(list.members[before].id)) {
+        view->phase[slot] = SlotPhase::kImporting;
+        move_[slot] = Move::kImport;
+        move_peer_[slot] = list.members[before].id;
+        events->imports.push_back({slot, move_peer_[slot]});
+        ++progress_.in_flight;
+        ++progress_.total;
+      } else {
+        // Gained from a dead member (or with no handoff to carry its locks): serve empty,
+        // refuse LOCK until any lock the former owner granted has expired (design §3.5).
+        view->phase[slot] = SlotPhase::kOwned;
+        quarantine_[slot] = input.now_ms + options_.quarantine_ms;
+      }
+    } else if (mine_before && now_owner != kNoOwner && may_move &&
+               peer_alive(view->members[now_owner].member.id)) {
+      view->phase[slot] = SlotPhase::kExporting;
+      move_[slot] = Move::kExport;
+      move_peer_[slot] = view->members[now_owner].member.id;
+      events->exports.push_back({slot, move_peer_[slot]});
+      ++progress_.in_flight;
+      ++progress_.total;
+    } else {
+      view->phase[slot] = SlotPhase::kNotOwned;
+    }
+  }
+  for (uint32_t slot = 0; slot < core::kSlotCount; ++slot) {
+    int64_t deadline = quarantine_[slot];
+    if (view->phase[slot] == SlotPhase::kOwned || view->phase[slot] == SlotPhase::kImporting) {
+      deadline = std::max(deadline, boot_quarantine_until_ms_);
+    }
+    // Expired deadlines are dropped so an idle cluster's views stop changing.
+    view->lock_quarantine_until_ms[slot] = deadline > input.now_ms ? deadline : 0;
+    if (view->owner[slot] != kNoOwner) ++view->members[view->owner[slot]].slots_owned;
+  }
+
+  // The owner recorded for the next build is the member that holds the slot's data: during an
+  // export that is still this member.
+  previous_ids_.assign(ids.begin(), ids.end());
+  for (uint32_t slot = 0; slot < core::kSlotCount; ++slot) {
+    previous_owner_[slot] =
+        move_[slot] == Move::kExport ? static_cast<uint16_t>(self) : view->owner[slot];
+  }
+  have_previous_ = true;
+
+  if (last_ != nullptr && SameView(*last_, *view)) return nullptr;
+  view->epoch = ++epoch_;
+  last_ = std::make_unique<View>(*view);
+  return view;
+}
+
+}  // namespace keep::cluster
