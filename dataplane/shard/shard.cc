@@ -180,9 +180,10 @@ void Shard::Run() {
       // Keep serving the rings until every shard is done: others may still need our replies.
       if (reported_drained_ && group_->AllDrained()) break;
     }
-    bool busy =
-        !resume_list_.empty() || std::any_of(outbound_.begin(), outbound_.end(),
-                                             [](const auto& queue) { return !queue.empty(); });
+    bool busy = !resume_list_.empty() ||
+                std::any_of(outbound_.begin(), outbound_.end(),
+                            [](const auto& queue) { return !queue.empty(); }) ||
+                group_->tasks().HasWork(options_.index);
     int timeout = busy ? 0 : static_cast<int>(std::max<int64_t>(0, next_timer_ms_ - now_ms_));
     if (stopping_) timeout = std::min(timeout, 10);
     Turn(timeout);
@@ -203,6 +204,7 @@ void Shard::Turn(int timeout_ms) {
         break;
       }
     }
+    if (group_->tasks().HasWork(options_.index)) timeout_ms = 0;
   }
   int ready = epoll_wait(epoll_fd_, events, kMaxEvents, timeout_ms);
   parked_.store(false, std::memory_order_relaxed);
@@ -240,6 +242,10 @@ void Shard::Turn(int timeout_ms) {
   FlushOutbound();
   DrainInbound();
   FlushOutbound();
+  // Control-thread tasks (handoff batches): a few per turn, each bounded by its own budget.
+  if (group_->tasks().HasWork(options_.index)) {
+    group_->tasks().RunSome(options_.index, store_, slot_table_, clock_);
+  }
 
   if (store_.KeysWithExpiry() > 0) store_.ExpireSome(kExpireBudgetPerTurn);
   if (now_ms_ >= next_timer_ms_) {

@@ -27,6 +27,7 @@ ShardGroup::ShardGroup(std::vector<ShardOptions> shard_options, core::SlotFuncti
   for (ShardOptions& options : shard_options) {
     shards_.push_back(std::make_unique<Shard>(this, std::move(options)));
   }
+  tasks_ = std::make_unique<TaskChannel>(count, [this](int shard) { shards_[shard]->Wake(); });
 }
 
 ShardGroup::~ShardGroup() {

@@ -15,6 +15,7 @@
 #include "dataplane/core/slot.h"
 #include "dataplane/shard/shard.h"
 #include "dataplane/shard/spsc_ring.h"
+#include "dataplane/shard/task_channel.h"
 
 namespace keep::shard {
 
@@ -37,6 +38,13 @@ class ShardGroup {
   Shard& shard(int i) { return *shards_[i]; }
   SpscRing<Envelope>& ring(int from, int to) { return *rings_[from * count() + to]; }
   const core::SlotFunction& slot_function() const { return slot_function_; }
+
+  // Control thread → shard tasks (task_channel.h). Attach the control io_context first.
+  TaskChannel& tasks() { return *tasks_; }
+  template <class Fn, class Done>
+  void SubmitTo(int shard, Fn fn, Done done) {
+    tasks_->SubmitTo(shard, std::move(fn), std::move(done));
+  }
   const commands::ServerFacts& facts() const { return facts_; }
 
   // Admission of a new connection; false when maxclients is reached.
@@ -60,6 +68,7 @@ class ShardGroup {
  private:
   std::vector<std::unique_ptr<Shard>> shards_;
   std::vector<std::unique_ptr<SpscRing<Envelope>>> rings_;
+  std::unique_ptr<TaskChannel> tasks_;
   core::SlotFunction slot_function_;
   commands::ServerFacts facts_;
   std::atomic<int64_t> connected_clients_{0};
