@@ -95,7 +95,7 @@ int TaskChannel::RunSome(int shard, core::Store& store, core::SlotTable& slots,
     ShardTask* task = per.inbound.Pop();
     if (task == nullptr) break;
     const int64_t start = core::MonotonicNanos();
-    ShardTaskContext context{store, slots, shard, clock.NowMillis()};
+    ShardTaskContext context{store, slots, shard, clock.NowMillis(), clock};
     task->Run(context);
     const int64_t took = core::MonotonicNanos() - start;
     if (took > per.longest_ns.load(std::memory_order_relaxed)) {

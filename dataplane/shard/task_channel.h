@@ -39,6 +39,7 @@ struct ShardTaskContext {
   core::SlotTable& slots;
   int shard = 0;
   int64_t now_ms = 0;  // a fresh reading of the shard clock when the task starts
+  const core::Clock& clock;
 };
 
 class ShardTask {
