@@ -161,6 +161,7 @@ class ExportSession final : public Session, public std::enable_shared_from_this<
   enum Phase : uint8_t { kExporting, kDoneSent, kAcked, kReleased };
 
   void OnHello(const OpenedMessage& message) {
+    if (finished_) return;
     HelloBody hello;
     if (message.type != HandoffType::kHello || !ParseHello(message.body, &hello)) {
       conn_->Reject("expected HELLO");
@@ -184,6 +185,7 @@ class ExportSession final : public Session, public std::enable_shared_from_this<
   }
 
   void OnPull(const OpenedMessage& message) {
+    if (finished_) return;
     if (message.type != HandoffType::kPull || !ParseSlotList(message.body, &slots_)) {
       conn_->Reject("expected PULL");
       return;
@@ -216,6 +218,7 @@ class ExportSession final : public Session, public std::enable_shared_from_this<
   }
 
   void OnClientMessage(const OpenedMessage& message) {
+    if (finished_) return;
     if (message.type == HandoffType::kError) {
       ErrorBody error;
       std::string text = ParseError(message.body, &error) ? std::string(error.text) : "?";
@@ -352,8 +355,9 @@ class ExportSession final : public Session, public std::enable_shared_from_this<
     if (finished_) return;
     finished_ = true;
     deadline_.cancel();
+    conn_->on_close = nullptr;  // this is the one report of the failure
     if (!accepted_) {
-      conn_->Close(reason);
+      conn_->CloseAfterWrites(reason);  // an ERROR queued just before still goes out
       return;
     }
     ++st_->counters.exports_failed;
@@ -370,7 +374,7 @@ class ExportSession final : public Session, public std::enable_shared_from_this<
                  "reason=%s\n",
                  peer_.c_str(), slots_.size(), aborted, static_cast<unsigned long long>(keys_),
                  static_cast<long long>(MillisSince(start_)), reason.c_str());
-    conn_->Close(reason);
+    conn_->CloseAfterWrites(reason);
   }
 
   std::shared_ptr<State> st_;
@@ -486,6 +490,7 @@ class ImportSession final : public Session, public std::enable_shared_from_this<
   }
 
   void OnHelloAck(std::string_view frame) {
+    if (finished_) return;
     HelloBody ack;
     if (!ParseHello(UnverifiedBody(frame), &ack)) {
       // Possibly an ERROR from an owner that refuses us before any key exists: still not
@@ -516,6 +521,7 @@ class ImportSession final : public Session, public std::enable_shared_from_this<
   }
 
   void OnMessage(const OpenedMessage& message) {
+    if (finished_) return;
     switch (message.type) {
       case HandoffType::kBatch:
         OnBatch(message.body);
@@ -670,7 +676,10 @@ class ImportSession final : public Session, public std::enable_shared_from_this<
       boost::system::error_code ignored;
       socket_->close(ignored);
     }
-    if (conn_) conn_->Close(reason);
+    if (conn_) {
+      conn_->on_close = nullptr;  // this is the one report of the failure
+      conn_->CloseAfterWrites(reason);
+    }
     ++st_->counters.pulls_failed;
     PullFailure failure;
     failure.reason = reason;
