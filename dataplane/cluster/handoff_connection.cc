@@ -45,11 +45,7 @@ void HandoffConnection::WriteNext() {
                       }
                       self->bytes_sent_ += written;
                       self->queue_.pop_front();
-                      if (self->on_writable_ && self->queue_.size() <= self->low_water_) {
-                        auto callback = std::move(self->on_writable_);
-                        self->on_writable_ = nullptr;
-                        callback();
-                      }
+                      self->RunWritable();
                       self->WriteNext();
                     });
 }
@@ -59,8 +55,21 @@ void HandoffConnection::OnWritable(size_t low_water, std::function<void()> callb
     callback();
     return;
   }
-  low_water_ = low_water;
-  on_writable_ = std::move(callback);
+  on_writable_.emplace_back(low_water, std::move(callback));
+}
+
+void HandoffConnection::RunWritable() {
+  if (on_writable_.empty()) return;
+  std::vector<std::function<void()>> ready;
+  std::erase_if(on_writable_, [&](auto& waiter) {
+    if (queue_.size() > waiter.first) return false;
+    ready.push_back(std::move(waiter.second));
+    return true;
+  });
+  for (auto& callback : ready) {
+    if (closed_) return;
+    callback();
+  }
 }
 
 void HandoffConnection::ReadFrame(std::chrono::milliseconds timeout, ReadHandler handler) {
@@ -146,7 +155,7 @@ void HandoffConnection::Finish(std::string reason, bool violation) {
   read_timer_.cancel();
   write_timer_.cancel();
   queue_.clear();
-  on_writable_ = nullptr;
+  on_writable_.clear();
   if (on_close) {
     auto callback = std::move(on_close);
     on_close = nullptr;

@@ -11,6 +11,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "dataplane/cluster/handoff_codec.h"
 
@@ -38,7 +40,8 @@ class HandoffConnection : public std::enable_shared_from_this<HandoffConnection>
   // Checks a frame read by ReadFrame with `key` (consumes the next receive sequence number).
   OpenStatus Open(const HandoffKey& key, std::string_view frame, OpenedMessage* out);
 
-  // Called when the write queue has at most `low_water` messages left (once per arming).
+  // Calls `callback` once, when the write queue has at most `low_water` messages left (now, if
+  // it already has). Several callbacks may wait at once.
   void OnWritable(size_t low_water, std::function<void()> callback);
   size_t queued() const { return queue_.size(); }
   // Closes after every queued message was written (or the write deadline passed).
@@ -56,6 +59,7 @@ class HandoffConnection : public std::enable_shared_from_this<HandoffConnection>
 
  private:
   void WriteNext();
+  void RunWritable();
   void Finish(std::string reason, bool violation);
 
   boost::asio::ip::tcp::socket socket_;
@@ -72,8 +76,7 @@ class HandoffConnection : public std::enable_shared_from_this<HandoffConnection>
   bool closed_ = false;
   std::string close_reason_;
   std::string frame_;
-  size_t low_water_ = 0;
-  std::function<void()> on_writable_;
+  std::vector<std::pair<size_t, std::function<void()>>> on_writable_;
   std::chrono::milliseconds write_timeout_{5000};
   uint64_t bytes_sent_ = 0;
   uint64_t bytes_received_ = 0;

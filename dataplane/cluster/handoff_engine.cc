@@ -204,10 +204,12 @@ class ExportSession final : public Session, public std::enable_shared_from_this<
     for (uint16_t slot : slots_) st_->Call(st_->hooks.on_slot_exporting, slot);
     std::fprintf(stderr, "keep-handoff: export start peer=%s slots=%zu\n", peer_.c_str(),
                  slots_.size());
-    by_shard_ = ByShard(slots_, st_->group.count());
-    next_shard_ = by_shard_.begin();
+    // One walk per local shard, all running at once; the socket paces them.
+    for (auto& [shard, slots] : ByShard(slots_, st_->group.count())) {
+      walkers_.push_back({shard, slots, SetOf(slots), {}});
+    }
     ReadClient();
-    StartShard();
+    for (size_t i = 0; i < walkers_.size(); ++i) ExportNext(i);
   }
 
   void ReadClient() {
@@ -241,18 +243,10 @@ class ExportSession final : public Session, public std::enable_shared_from_this<
     ReadClient();
   }
 
-  void StartShard() {
-    if (finished_) return;
-    if (next_shard_ == by_shard_.end()) return;  // every SLOTS_DONE sent; acks drive the rest
-    shard_ = next_shard_->first;
-    shard_set_ = SetOf(next_shard_->second);
-    cursor_ = {};
-    ExportNext();
-  }
-
-  void ExportNext() {
+  void ExportNext(size_t walker) {
     auto self = shared_from_this();
-    conn_->OnWritable(kWriteAhead, [self] { self->SubmitExport(); });
+    conn_->OnWritable(kWriteAhead * walkers_.size(),
+                      [self, walker] { self->SubmitExport(walker); });
   }
 
   struct Exported {
@@ -262,14 +256,15 @@ class ExportSession final : public Session, public std::enable_shared_from_this<
     int64_t ns = 0;
   };
 
-  void SubmitExport() {
+  void SubmitExport(size_t walker) {
     if (finished_) return;
     auto self = shared_from_this();
+    const Walker& w = walkers_[walker];
     core::ExportLimits limits;
     limits.budget_bytes = st_->options.batch_budget_bytes;
     st_->group.SubmitTo(
-        shard_,
-        [set = shard_set_, cursor = cursor_, limits,
+        w.shard,
+        [set = w.set, cursor = w.cursor, limits,
          slot_of = st_->slot_of](shard::ShardTaskContext& ctx) mutable {
           Exported out;
           const int64_t start = core::MonotonicNanos();
@@ -278,14 +273,17 @@ class ExportSession final : public Session, public std::enable_shared_from_this<
           out.cursor = cursor;
           return out;
         },
-        [self](Exported exported) { self->OnExported(std::move(exported)); });
+        [self, walker](Exported exported) { self->OnExported(walker, std::move(exported)); });
   }
 
-  void OnExported(Exported exported) {
+  void OnExported(size_t walker, Exported exported) {
     if (finished_) return;
-    cursor_ = exported.cursor;
+    Walker& w = walkers_[walker];
+    w.cursor = exported.cursor;
     st_->counters.longest_export_task_ns =
         std::max(st_->counters.longest_export_task_ns, exported.ns);
+    st_->counters.export_task_ns += exported.ns;
+    ++st_->counters.export_tasks;
     if (!exported.batch.empty()) {
       if (exported.batch.size() + kHandoffMinLength > st_->options.max_message_bytes) {
         conn_->Send(HandoffType::kError, EncodeError(kErrorProtocol, "record too large"));
@@ -297,16 +295,22 @@ class ExportSession final : public Session, public std::enable_shared_from_this<
       st_->counters.keys_exported += exported.stats.records;
       st_->counters.bytes_exported += exported.batch.size();
       conn_->Send(HandoffType::kBatch, exported.batch);
+      last_send_ = SteadyClock::now();
+    } else if (!w.cursor.done &&
+               SteadyClock::now() - last_send_ > st_->options.message_timeout / 4) {
+      // A long walk past keys of other slots: an empty BATCH tells the gainer we are alive.
+      conn_->Send(HandoffType::kBatch, {});
+      last_send_ = SteadyClock::now();
     }
-    if (!cursor_.done) {
-      ExportNext();
+    if (!w.cursor.done) {
+      ExportNext(walker);
       return;
     }
     // This shard's walk is complete: its slots' state closes them.
     auto self = shared_from_this();
     st_->group.SubmitTo(
-        shard_,
-        [slots = next_shard_->second](shard::ShardTaskContext& ctx) {
+        w.shard,
+        [slots = w.slots](shard::ShardTaskContext& ctx) {
           std::vector<SlotDone> done;
           for (uint16_t slot : slots) {
             core::SlotTransferState state = core::ExportSlotState(ctx.slots, slot, ctx.now_ms);
@@ -318,8 +322,6 @@ class ExportSession final : public Session, public std::enable_shared_from_this<
           if (self->finished_) return;
           for (const SlotDone& d : done) self->phase_[d.slot] = kDoneSent;
           self->conn_->Send(HandoffType::kSlotsDone, EncodeSlotsDone(done));
-          ++self->next_shard_;
-          self->StartShard();
         });
   }
 
@@ -384,11 +386,14 @@ class ExportSession final : public Session, public std::enable_shared_from_this<
   SteadyClock::time_point start_;
   std::vector<uint16_t> slots_;
   std::vector<uint8_t> phase_;
-  std::map<int, std::vector<uint16_t>> by_shard_;
-  std::map<int, std::vector<uint16_t>>::iterator next_shard_;
-  int shard_ = 0;
-  core::SlotSet shard_set_;
-  core::ExportCursor cursor_;
+  struct Walker {
+    int shard = 0;
+    std::vector<uint16_t> slots;
+    core::SlotSet set;
+    core::ExportCursor cursor;
+  };
+  std::vector<Walker> walkers_;
+  SteadyClock::time_point last_send_ = SteadyClock::now();
   bool accepted_ = false;
   bool finished_ = false;
   size_t released_ = 0;
@@ -544,8 +549,12 @@ class ImportSession final : public Session, public std::enable_shared_from_this<
   }
 
   void OnBatch(std::string_view body) {
+    if (body.empty()) {  // keepalive during a long walk
+      ReadNext();
+      return;
+    }
     std::vector<std::string> parts;
-    if (body.empty() || !core::SplitTransferRecords(body, st_->group.count(), &parts)) {
+    if (!core::SplitTransferRecords(body, st_->group.count(), &parts)) {
       conn_->Reject("malformed BATCH");
       return;
     }
@@ -567,6 +576,8 @@ class ImportSession final : public Session, public std::enable_shared_from_this<
             auto& counters = self->st_->counters;
             counters.longest_import_task_ns =
                 std::max(counters.longest_import_task_ns, std::get<2>(result));
+            counters.import_task_ns += std::get<2>(result);
+            ++counters.import_tasks;
             self->OnImported(std::get<0>(result), std::get<1>(result));
           });
     }

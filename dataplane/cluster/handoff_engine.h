@@ -27,6 +27,11 @@
 // handoff never stalls a shard. The io_context must be attached to the group's task channel
 // (ShardGroup::tasks().Attach) and must stop running before the group is destroyed.
 //
+// Ordering with the request path: on_slot_exporting runs before the first export task of the
+// slot is submitted, so a phase the hook publishes (through the view's atomic pointer) is visible
+// to the shard by the time the task runs (the task ring's release/acquire orders them); a write
+// the shard executed before that is in the store when the walk passes, and a later one sees Busy.
+//
 // Deadlines: connect, every message (a batch in flight, a write), and the whole pull
 // (every slot of it). Every phase is logged to stderr (`keep-handoff: ...`) and counted.
 #pragma once
@@ -89,6 +94,11 @@ struct HandoffCounters {
   int64_t longest_export_task_ns = 0;
   int64_t longest_import_task_ns = 0;
   int64_t longest_drop_task_ns = 0;
+  // Totals for averages: time spent in export/import tasks and how many ran.
+  int64_t export_task_ns = 0;
+  uint64_t export_tasks = 0;
+  int64_t import_task_ns = 0;
+  uint64_t import_tasks = 0;
 };
 
 struct PullFailure {

@@ -276,11 +276,16 @@ TEST(HandoffEngineTest, PullsAMillionKeysWithTtlsAndLocks) {
   EXPECT_EQ(gainer.owned, static_cast<int>(slots.size()));
   std::printf(
       "handoff: %ld keys, %.1f MB of records in %.3f s: %.0f keys/s, %.1f MB/s; longest shard "
-      "task: export %lld us, import %lld us, drop %lld us\n",
+      "task: export %lld us, import %lld us, drop %lld us; mean export task %lld us (%llu), "
+      "import task %lld us (%llu)\n",
       kMoving, in.bytes_imported / 1e6, secs, kMoving / secs, in.bytes_imported / 1e6 / secs,
       static_cast<long long>(out.longest_export_task_ns / 1000),
       static_cast<long long>(in.longest_import_task_ns / 1000),
-      static_cast<long long>(out.longest_drop_task_ns / 1000));
+      static_cast<long long>(out.longest_drop_task_ns / 1000),
+      static_cast<long long>(out.export_task_ns / 1000 / std::max<uint64_t>(1, out.export_tasks)),
+      static_cast<unsigned long long>(out.export_tasks),
+      static_cast<long long>(in.import_task_ns / 1000 / std::max<uint64_t>(1, in.import_tasks)),
+      static_cast<unsigned long long>(in.import_tasks));
 
   // Every moved key is on the gainer, with its value, type, and an expiry that moved later by at
   // most the transfer time and never earlier (compared on the shared monotonic clock).
