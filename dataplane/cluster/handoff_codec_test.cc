@@ -142,7 +142,8 @@ TEST(HandoffCodecTest, BodyParsersAcceptExactlyTheirLayout) {
   EXPECT_FALSE(ParseSlotsDone(EncodeSlotsDone({{1, 1, 0}, {1, 2, 0}}), &done_parsed));
 
   ErrorBody error;
-  ASSERT_TRUE(ParseError(EncodeError(kErrorRefused, "no"), &error));
+  const std::string error_body = EncodeError(kErrorRefused, "no");  // error.text views it
+  ASSERT_TRUE(ParseError(error_body, &error));
   EXPECT_EQ(error.code, kErrorRefused);
   EXPECT_EQ(error.text, "no");
   EXPECT_FALSE(ParseError(EncodeError(kErrorRefused, "no") + "!", &error));
