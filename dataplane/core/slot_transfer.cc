@@ -113,6 +113,8 @@ TransferStats ExportSlots(Store& store, const SlotFunction& slot_of, const SlotS
     const size_t before = out->size();
     AppendFromStore(store, ref, slot, key, out);
     cursor->largest_record = std::max(cursor->largest_record, out->size() - before);
+    cursor->bytes += out->size() - before;
+    ++cursor->records;
     ++stats.records;
   };
   while (!cursor->done) {
@@ -123,7 +125,8 @@ TransferStats ExportSlots(Store& store, const SlotFunction& slot_of, const SlotS
       step = cursor->probed < kProbeEntries ? 1 : step_cap;
       step_cap = std::min<size_t>(step_cap * 2, 1024);
     } else {
-      step = (budget - produced) / cursor->largest_record;
+      const size_t mean = cursor->bytes / cursor->records;
+      step = (budget - produced) / std::max<size_t>({mean, cursor->largest_record / 16, 1});
     }
     step = std::clamp<size_t>(step, 1, max_visit - stats.visited);
     const size_t visited_before = stats.visited;

@@ -59,18 +59,22 @@ class SlotSet {
 struct ExportCursor {
   uint64_t scan = 0;  // Store::Scan cursor
   bool done = false;  // the walk is complete
-  // The largest record produced so far in this walk (it sizes the scan steps), and the entries
-  // examined before the first record was produced.
+  // What the walk produced so far (it sizes the scan steps), and the entries examined before its
+  // first record.
   size_t largest_record = 0;
+  size_t bytes = 0;
+  size_t records = 0;
   size_t probed = 0;
 };
 
 struct ExportLimits {
-  // The call stops once it produced this many bytes. The scan step is the remaining budget over
-  // the largest record seen in the walk (one entry at a time until the first record), so with
-  // records of similar size a batch ends within about one record of the budget. It can exceed it
-  // further only by records larger than every record before them in the walk or, when the table
-  // split a segment mid-walk, by the rest of that segment.
+  // The call stops once it produced this many bytes. Each scan step takes the remaining budget
+  // over the mean record size of the walk so far (but over at least 1/16 of its largest record;
+  // one entry at a time until the first record), so with records of similar size a batch ends
+  // within about one record of the budget. A step that meets records much larger than the mean
+  // can overshoot by their excess (at worst 16 times the remaining budget); and when the table
+  // split a segment mid-walk, by the rest of that segment. Smaller steps would make it exact but
+  // cost a table-segment walk each (Store::Scan), which is what a shard turn must not pay for.
   size_t budget_bytes = 64 * 1024;
   // Entries the call may examine (matching or not), so a set of few keys in a large table does
   // not turn one call into a full walk.
