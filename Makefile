@@ -6,6 +6,8 @@ FUZZ_DIR ?= build-fuzz
 PYTHON ?= /usr/bin/python3
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
+CLUSTER_FUZZ_SECONDS ?= 20
+HANDOFF_FUZZ_SECONDS ?= 20
 PORT ?= 7000
 
 # Debian packages the build, the tests and the tools need.
@@ -45,7 +47,7 @@ $(FUZZ_DIR)/build.ninja:
 	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKEEP_FUZZ=ON -DKEEP_BENCH=OFF
 
 build-fuzz: $(FUZZ_DIR)/build.ninja
-	cmake --build $(FUZZ_DIR) -j $(JOBS) --target resp_parser_fuzz binary_codec_fuzz cluster_fuzz
+	cmake --build $(FUZZ_DIR) -j $(JOBS) --target resp_parser_fuzz binary_codec_fuzz cluster_fuzz handoff_codec_fuzz
 
 run: deps build
 	$(BUILD_DIR)/bin/keep-server --bind 127.0.0.1 --port $(PORT)
@@ -64,8 +66,11 @@ fuzz: build-fuzz
 	corpus=$$(mktemp -d); cp dataplane/proto/fuzz_corpus/binary/* $$corpus/; \
 	$(FUZZ_DIR)/bin/binary_codec_fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $$corpus 2>&1 | tail -n 12; \
 	status=$${PIPESTATUS[0]}; rm -rf $$corpus; [ $$status -eq 0 ] || exit $$status; \
-	corpus=$$(mktemp -d); cp dataplane/cluster/fuzz_corpus/* $$corpus/; \
-	$(FUZZ_DIR)/bin/cluster_fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $$corpus 2>&1 | tail -n 12; \
+	corpus=$$(mktemp -d); cp dataplane/cluster/fuzz_corpus/membership/* $$corpus/; \
+	$(FUZZ_DIR)/bin/cluster_fuzz -max_total_time=$(CLUSTER_FUZZ_SECONDS) -print_final_stats=1 $$corpus 2>&1 | tail -n 12; \
+	status=$${PIPESTATUS[0]}; rm -rf $$corpus; [ $$status -eq 0 ] || exit $$status; \
+	corpus=$$(mktemp -d); cp dataplane/cluster/fuzz_corpus/handoff/* $$corpus/; \
+	$(FUZZ_DIR)/bin/handoff_codec_fuzz -max_total_time=$(HANDOFF_FUZZ_SECONDS) -print_final_stats=1 $$corpus 2>&1 | tail -n 12; \
 	status=$${PIPESTATUS[0]}; rm -rf $$corpus; exit $$status
 
 e2e: build

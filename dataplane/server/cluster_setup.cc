@@ -64,16 +64,54 @@ std::string PrepareCluster(Config* config, std::optional<cluster::ClusterOptions
 }
 
 std::string ControlThread::Start(const cluster::ClusterOptions& options, const Config& config,
-                                 int client_port) {
+                                 int client_port, shard::ShardGroup* group) {
   self_id_ = options.self_id;
   incarnation_ = options.incarnation;
   control_ = std::make_unique<cluster::ClusterControl>(io_, options, &views_);
+  control_->metrics_hook = [this, group] {
+    return group->metrics().Render() + control_->MetricsText();
+  };
   std::string error = control_->Start();
   if (!error.empty()) return error;
   admin_ = std::make_unique<AdminHttpServer>(
       io_, [this](const cluster::AdminRequest& request) { return control_->HandleAdmin(request); });
   int port = config.admin_port != 0 ? config.admin_port : client_port + 2;
   error = admin_->Listen(config.bind, port);
+  if (!error.empty()) return error;
+  admin_port_ = admin_->port();
+  thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "keep-control");
+    io_.run();
+  });
+  return "";
+}
+
+std::string ControlThread::StartStandalone(const Config& config, int client_port,
+                                           shard::ShardGroup* group) {
+  self_id_ = "standalone";
+  admin_ = std::make_unique<AdminHttpServer>(io_, [group](const cluster::AdminRequest& request) {
+    cluster::AdminResponse response;
+    std::string_view path = std::string_view(request.target).substr(0, request.target.find('?'));
+    bool known = path == "/metrics" || path == "/healthz" || path == "/readyz";
+    if (!known) {
+      response.status = 404;
+      response.body = R"({"error":"not found"})";
+    } else if (request.method != "GET") {
+      response.status = 405;
+      response.body = R"({"error":"method not allowed"})";
+    } else if (path == "/metrics") {
+      response.content_type = telemetry::kExpositionContentType;
+      response.body = group->metrics().Render();
+    } else if (path == "/healthz") {
+      response.content_type = "text/plain";
+      response.body = "ok\n";
+    } else {
+      response.body = R"({"phase":"serving"})";
+    }
+    return response;
+  });
+  std::string error =
+      admin_->Listen(config.bind, config.admin_port != 0 ? config.admin_port : client_port + 2);
   if (!error.empty()) return error;
   admin_port_ = admin_->port();
   thread_ = std::thread([this] {
@@ -100,6 +138,7 @@ std::string ControlThread::Describe() const {
 }
 
 bool ControlThread::Leave(sigset_t* signals) {
+  if (!control_) return true;  // a single node has nothing to hand over
   control_->RequestLeave();
   timespec poll{0, 20'000'000};
   int64_t waited_ms = 0;

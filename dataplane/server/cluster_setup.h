@@ -1,6 +1,7 @@
-// Cluster mode's process wiring: reading the member list and secrets into ClusterOptions, and
-// the control thread (one Boost.Asio io_context, never pinned) that runs ClusterControl and the
-// admin HTTP server.
+// The process wiring of the control thread (one Boost.Asio io_context, never pinned): in cluster
+// mode it runs ClusterControl and the admin HTTP server; on a single node started with
+// --admin-port, the admin HTTP server alone (/healthz, /readyz, /metrics). Also reads the member
+// list and secrets into ClusterOptions.
 #pragma once
 
 #include <signal.h>
@@ -17,6 +18,7 @@
 #include "dataplane/cluster/view.h"
 #include "dataplane/server/admin_http.h"
 #include "dataplane/server/config.h"
+#include "dataplane/shard/shard_group.h"
 
 namespace keep::server {
 
@@ -29,7 +31,11 @@ class ControlThread {
   explicit ControlThread(int shards) : views_(shards) {}
   ~ControlThread();
 
-  std::string Start(const cluster::ClusterOptions& options, const Config& config, int client_port);
+  // Cluster mode. /metrics serves `group`'s metrics and the cluster's.
+  std::string Start(const cluster::ClusterOptions& options, const Config& config, int client_port,
+                    shard::ShardGroup* group);
+  // A single node: the admin HTTP server alone.
+  std::string StartStandalone(const Config& config, int client_port, shard::ShardGroup* group);
   cluster::ViewPublisher* views() { return &views_; }
   // The control loop, e.g. to set its metrics_hook (telemetry) or a handoff engine. Its methods
   // run on the control thread: post to io() to call them from elsewhere.

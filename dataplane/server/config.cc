@@ -205,7 +205,9 @@ const std::vector<Setting>& Settings() {
       {"peer-secret-file", Kind::kFile,
        "file holding the secret that authenticates members (or KEEP_PEER_SECRET)",
        SecretFile("peer-secret-file", &Config::peer_secret), true},
-      {"admin-port", Kind::kInt, "admin HTTP port in cluster mode; 0 = client port + 2 (default 0)",
+      {"admin-port", Kind::kInt,
+       "admin HTTP port (metrics, health, cluster API); cluster mode: 0 = client port + 2; a "
+       "single node only when set (default 0)",
        PortField("admin-port", &Config::admin_port, 0)},
       {"admin-token-file", Kind::kFile,
        "file holding the admin token (default: derived from the peer secret)",

@@ -185,9 +185,17 @@ int RunServer(const std::vector<std::string>& argv, const std::vector<std::strin
   std::unique_ptr<ControlThread> control;
   if (cluster_options) {
     control = std::make_unique<ControlThread>(shards);
-    std::string control_error = control->Start(*cluster_options, config, listeners.client_port);
+    std::string control_error =
+        control->Start(*cluster_options, config, listeners.client_port, group.get());
     if (!control_error.empty()) return Fail(control_error);
     group->set_views(control->views());
+  } else if (config.admin_port != 0) {
+    // A single node serves the admin endpoints (metrics, health) only when given a port: client
+    // port + 2 could belong to another server on a shared host.
+    control = std::make_unique<ControlThread>(shards);
+    std::string control_error =
+        control->StartStandalone(config, listeners.client_port, group.get());
+    if (!control_error.empty()) return Fail(control_error);
   }
   group->Start();
 
@@ -236,8 +244,9 @@ int RunServer(const std::vector<std::string>& argv, const std::vector<std::strin
     }
   }
   waiter.join();
-  group.reset();
+  // The control thread reads the shards' metrics: stop it before they go.
   control.reset();
+  group.reset();
   if (!config.ready_file.empty()) std::filesystem::remove(config.ready_file);
   fprintf(stderr, "keep-server: stopped\n");
   return 0;

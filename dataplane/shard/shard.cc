@@ -191,7 +191,8 @@ void Shard::Run() {
     // next turn without parking.
     bool busy = evicting_ || expiring_ || !resume_list_.empty() ||
                 std::any_of(outbound_.begin(), outbound_.end(),
-                            [](const auto& queue) { return !queue.empty(); });
+                            [](const auto& queue) { return !queue.empty(); }) ||
+                group_->tasks().HasWork(options_.index);
     int timeout = busy ? 0 : static_cast<int>(std::max<int64_t>(0, next_timer_ms_ - now_ms_));
     if (stopping_) timeout = std::min(timeout, 10);
     timeout = BinaryTimeoutMs(timeout);
@@ -213,6 +214,7 @@ void Shard::Turn(int timeout_ms) {
         break;
       }
     }
+    if (group_->tasks().HasWork(options_.index)) timeout_ms = 0;
   }
   int ready = epoll_wait(epoll_fd_, events, kMaxEvents, timeout_ms);
   parked_.store(false, std::memory_order_relaxed);
@@ -256,6 +258,10 @@ void Shard::Turn(int timeout_ms) {
   FlushOutbound();
   DrainInbound();
   FlushOutbound();
+  // Control-thread tasks (handoff batches): a few per turn, each bounded by its own budget.
+  if (group_->tasks().HasWork(options_.index)) {
+    group_->tasks().RunSome(options_.index, store_, slot_table_, clock_);
+  }
 
   if (store_.KeysWithExpiry() > 0) {
     // While the sweep keeps finding expired keys, give it a tick's budget every turn and do not
@@ -912,8 +918,8 @@ void Shard::PublishMetrics() {
   metrics_.Publish(ShardValue::kClientQueryBufferBytes, stats.client_query_buffer_bytes);
   metrics_.Publish(ShardValue::kEvictedKeys, stats.evicted_keys);
   metrics_.Publish(ShardValue::kMaxBytes, stats.maxmemory);
-  size_t classes = std::min({options_.key_classes.size(), metrics_.key_class_count(),
-                             commands::kMaxReportedClasses});
+  size_t classes = std::min(
+      {options_.key_classes.size(), metrics_.key_class_count(), commands::kMaxReportedClasses});
   for (size_t c = 0; c < classes; ++c) {
     telemetry::KeyClassMetrics& m = metrics_.key_class(c);
     m.keys.Set(stats.class_keys[c]);

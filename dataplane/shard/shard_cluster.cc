@@ -40,9 +40,10 @@ bool Shard::ClusterAdmits(Connection* conn) {
   cluster::SlotRoute route = cluster::RouteSlot(view, slot);
   if (route == cluster::SlotRoute::kServe) return true;
   cluster::RouteError(view, slot, route, &route_error_);
-  metrics_.RecordRedirect(route == cluster::SlotRoute::kMoved      ? telemetry::Redirect::kMoved
-                          : route == cluster::SlotRoute::kTryAgain ? telemetry::Redirect::kTryAgain
-                                                                   : telemetry::Redirect::kClusterDown);
+  metrics_.RecordRedirect(route == cluster::SlotRoute::kMoved ? telemetry::Redirect::kMoved
+                          : route == cluster::SlotRoute::kTryAgain
+                              ? telemetry::Redirect::kTryAgain
+                              : telemetry::Redirect::kClusterDown);
   proto::ReplyWriter(ReplyTarget(conn), conn->client.resp_version).Error(route_error_);
   return false;
 }

@@ -21,7 +21,8 @@ std::vector<std::string> KeyClassNames(const std::vector<ShardOptions>& shard_op
   std::vector<std::string> names;
   if (shard_options.empty()) return names;
   const core::KeyClassTable& table = shard_options.front().key_classes;
-  for (size_t c = 0; c < table.size(); ++c) names.emplace_back(table.NameOf(static_cast<uint8_t>(c)));
+  for (size_t c = 0; c < table.size(); ++c)
+    names.emplace_back(table.NameOf(static_cast<uint8_t>(c)));
   if (names.empty()) names.emplace_back("default");
   return names;
 }
@@ -31,7 +32,8 @@ std::vector<std::string> KeyClassNames(const std::vector<ShardOptions>& shard_op
 ShardGroup::ShardGroup(std::vector<ShardOptions> shard_options, core::SlotFunction slot_function,
                        commands::ServerFacts facts, std::map<std::string, std::string> config_view,
                        int64_t maxclients)
-    : metrics_(CommandNames(), KeyClassNames(shard_options), static_cast<int>(shard_options.size())),
+    : metrics_(CommandNames(), KeyClassNames(shard_options),
+               static_cast<int>(shard_options.size())),
       slot_function_(slot_function),
       facts_(std::move(facts)),
       maxclients_(maxclients),
@@ -55,6 +57,7 @@ ShardGroup::ShardGroup(std::vector<ShardOptions> shard_options, core::SlotFuncti
   for (ShardOptions& options : shard_options) {
     shards_.push_back(std::make_unique<Shard>(this, std::move(options)));
   }
+  tasks_ = std::make_unique<TaskChannel>(count, [this](int shard) { shards_[shard]->Wake(); });
 }
 
 ShardGroup::~ShardGroup() {

@@ -17,6 +17,7 @@
 #include "dataplane/shard/shard.h"
 #include "dataplane/shard/spsc_ring.h"
 #include "telemetry/metrics_hub.h"
+#include "dataplane/shard/task_channel.h"
 
 namespace keep::shard {
 
@@ -43,6 +44,13 @@ class ShardGroup {
   // Start; the publisher outlives the shards.
   void set_views(cluster::ViewPublisher* views) { views_ = views; }
   cluster::ViewPublisher* views() const { return views_; }
+
+  // Control thread → shard tasks (task_channel.h). Attach the control io_context first.
+  TaskChannel& tasks() { return *tasks_; }
+  template <class Fn, class Done>
+  void SubmitTo(int shard, Fn fn, Done done) {
+    tasks_->SubmitTo(shard, std::move(fn), std::move(done));
+  }
   const commands::ServerFacts& facts() const { return facts_; }
   // The process's metrics: each shard writes its own cells; the admin endpoint renders them.
   telemetry::MetricsHub& metrics() { return metrics_; }
@@ -76,6 +84,7 @@ class ShardGroup {
   telemetry::MetricsHub metrics_;
   std::vector<std::unique_ptr<Shard>> shards_;
   std::vector<std::unique_ptr<SpscRing<Envelope>>> rings_;
+  std::unique_ptr<TaskChannel> tasks_;
   core::SlotFunction slot_function_;
   cluster::ViewPublisher* views_ = nullptr;
   commands::ServerFacts facts_;
