@@ -15,7 +15,7 @@ constexpr std::array<ShardValueInfo, static_cast<size_t>(ShardValue::kCount)> kS
     {"keep_dataset_bytes", "Bytes of keys and values as clients see them.", MetricKind::kGauge, 1,
      false},
     {"keep_memory_max_bytes", "The memory cap (maxmemory); 0 when there is none.",
-     MetricKind::kGauge, 1, false},
+     MetricKind::kGauge, 1, true},  // every shard reports the member's cap
     {"keep_expiry_lag_seconds",
      "Age of the oldest expired key still present: how far expiry runs behind (largest shard).",
      MetricKind::kGauge, 0.001, true},
