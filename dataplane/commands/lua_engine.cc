@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -633,8 +634,10 @@ struct LuaGlue {
 struct LuaEngine::RunState {
   CommandContext* ctx = nullptr;
   bool slot_known = false;
-  // Hash tags of the keys the script may touch: those of its declared keys, or, for a script
-  // without keys, that of the first key it touched (see CheckKeys).
+  // Slots of the keys the script may touch: those of its declared keys, or, for a script
+  // without keys, that of the first key it touched (see CheckKeys). Where a context carries no
+  // slot function (unit fixtures), hash tags stand in for slots.
+  std::vector<uint32_t> slots;
   std::vector<std::string> tags;
   Clock::time_point deadline;
   bool has_deadline = false;
@@ -866,7 +869,13 @@ void LuaEngine::Run(CommandContext& ctx, std::string_view sha,
   RunState run;
   run.ctx = &ctx;
   run.slot_known = slot_known;
-  for (std::string_view key : keys) run.tags.emplace_back(core::HashTag(key));
+  for (std::string_view key : keys) {
+    if (ctx.slot_of != nullptr) {
+      run.slots.push_back((*ctx.slot_of)(key));
+    } else {
+      run.tags.emplace_back(core::HashTag(key));
+    }
+  }
   run.limit_ms = ctx.limits.lua_time_limit_ms;
   if (run.limit_ms > 0) {
     run.has_deadline = true;
@@ -949,8 +958,18 @@ bool LuaEngine::CheckKeys(const CommandSpec& spec, Routing routing,
       *error = "Script attempted to access a non local key in a cluster node";
       return false;
     }
-    // Keys with the same hash tag share a slot whatever the slot function; Keep compares tags
-    // because the slot function (keyed by the cluster secret) is not available to commands.
+    if (ctx.slot_of != nullptr) {
+      uint32_t slot = (*ctx.slot_of)(key);
+      if (run_->slots.empty()) {
+        run_->slots.push_back(slot);
+        continue;
+      }
+      if (std::find(run_->slots.begin(), run_->slots.end(), slot) == run_->slots.end()) {
+        *error = "Script attempted to access keys that do not hash to the same slot";
+        return false;
+      }
+      continue;
+    }
     std::string_view tag = core::HashTag(key);
     if (run_->tags.empty()) {
       run_->tags.emplace_back(tag);
