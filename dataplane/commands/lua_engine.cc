@@ -1,9 +1,9 @@
 #include "dataplane/commands/lua_engine.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
