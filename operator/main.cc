@@ -236,8 +236,14 @@ int main(int argc, char** argv) {
         auto key = queue.Get(std::chrono::milliseconds(500));
         if (!key) continue;
         auto slash = key->find('/');
-        op::Reconciler::Result r =
-            reconciler.Reconcile(key->substr(0, slash), key->substr(slash + 1));
+        op::Reconciler::Result r;
+        try {
+          r = reconciler.Reconcile(key->substr(0, slash), key->substr(slash + 1));
+        } catch (const std::exception& e) {
+          // An object of an unexpected shape: retried with backoff, never fatal.
+          r.error = true;
+          r.message = std::string("unexpected: ") + e.what();
+        }
         if (r.error) {
           metrics.reconcile_errors.Increment();
           fprintf(stderr, "reconcile %s: %s\n", key->c_str(), r.message.c_str());

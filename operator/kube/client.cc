@@ -101,7 +101,8 @@ Response Client::Request(const std::string& method, const std::string& path,
     out.status = resp.status_code();
     std::string text = resp.extract_utf8string(true).get();
     out.body = ParseBody(text);
-    if (out.body.is_discarded()) out.body = Json();
+    // Callers read fields with value(): anything but a JSON object reads as an empty one.
+    if (!out.body.is_object()) out.body = Json::object();
     if (resp.headers().has("Retry-After")) {
       out.retry_after_seconds = atoi(resp.headers()["Retry-After"].c_str());
     }

@@ -142,7 +142,14 @@ bool Informer::WatchOnce() {
   return true;
 }
 
-bool Informer::Step() { return need_list_ ? Relist() : WatchOnce(); }
+bool Informer::Step() {
+  try {
+    return need_list_ ? Relist() : WatchOnce();
+  } catch (const std::exception&) {
+    need_list_ = true;  // an event of an unexpected shape: start over from a list
+    return false;
+  }
+}
 
 void Informer::Run(const std::atomic<bool>& stop) {
   int backoff_ms = 100;

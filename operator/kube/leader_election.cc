@@ -29,6 +29,14 @@ std::string NowRfc3339() {
 }
 
 bool LeaderElector::TryAcquireOrRenew() {
+  try {
+    return TryAcquireOrRenewOnce();
+  } catch (const std::exception&) {
+    return false;  // a Lease of an unexpected shape counts as a failed attempt
+  }
+}
+
+bool LeaderElector::TryAcquireOrRenewOnce() {
   std::string path = ResourcePath("coordination.k8s.io/v1", "leases", options_.lease_namespace,
                                   options_.lease_name);
   std::string now = NowRfc3339Micro();

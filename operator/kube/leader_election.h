@@ -31,6 +31,7 @@ class LeaderElector {
 
  private:
   bool TryAcquireOrRenew();
+  bool TryAcquireOrRenewOnce();
 
   Client& client_;
   Options options_;

@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
   std::string last;
   while (!g_stop) {
     kube::Response pods = client.Get(path);
-    if (pods.ok()) {
+    if (pods.ok() && pods.body.contains("items") && pods.body["items"].is_array()) {
       std::set<int> exclusive;
       for (const auto& pod : pods.body.value("items", nlohmann::json::array())) {
         std::string uid = pod["metadata"].value("uid", "");
