@@ -222,7 +222,8 @@ int main(int argc, char** argv) {
   kube::Informer pod_inf(pod_lw, owned);
   std::vector<std::thread> threads;
   for (kube::Informer* inf : {&kc_inf, &sts_inf, &pod_inf}) {
-    threads.emplace_back([inf] { inf->Run(g_stop); });
+    // Detached: a watch may sit in a read for minutes; nothing is lost by not waiting for it.
+    std::thread([inf] { inf->Run(g_stop); }).detach();
   }
   while (!g_stop && !(kc_inf.synced() && sts_inf.synced() && pod_inf.synced())) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -267,7 +268,10 @@ int main(int argc, char** argv) {
   printf("keep-operator: stopping\n");
   queue.ShutDown();
   client.Cancel();
-  for (auto& t : threads) t.join();
+  for (auto& t : threads) t.join();  // the workers: no reconcile is cut in half
   listener.close().wait();
-  return 0;
+  fflush(stdout);
+  // Informer threads may still be blocked in a watch read: leave without running destructors
+  // under them.
+  _exit(0);
 }
