@@ -75,7 +75,8 @@ bool Reconciler::EnsureSecrets(const ClusterSpec& spec, std::string* peer_secret
     Response got = client_.Get(path);
     if (got.status == 404) {
       Json secret = BuildSecret(spec, RandomSecret(), RandomSecret());
-      Response created = client_.Create(ResourcePath("v1", "secrets", spec.ns), secret);
+      Response created = client_.Create(
+          ResourcePath("v1", "secrets", spec.ns) + "?fieldManager=" + kFieldManager, secret);
       if (!created.ok() && created.status != 409) {
         *error = "create Secret " + spec.SecretName() + ": " + created.error;
         return false;

@@ -183,7 +183,8 @@ def test_three_member_cluster(operator, k8s_cluster, namespace):
     for kind, name in [("statefulset", "kv"), ("service", "kv"), ("service", "kv-headless"),
                        ("configmap", "kv-config"), ("secret", "kv-secrets"),
                        ("poddisruptionbudget", "kv")]:
-        obj = c.get(kind, name, ns)
+        obj = json.loads(c.kubectl("get", kind, name, "-n", ns, "-o", "json",
+                                   "--show-managed-fields").stdout)
         owner = obj["metadata"]["ownerReferences"][0]
         assert owner["uid"] == uid and owner["controller"] is True, (kind, owner)
         managers = {m["manager"] for m in obj["metadata"].get("managedFields", [])}
@@ -247,7 +248,7 @@ def test_three_member_cluster(operator, k8s_cluster, namespace):
     assert header.split() == ["NAME", "MEMBERS", "READY", "PHASE", "AGE"], header
     assert row.split()[:2] == ["kv", "3"], row
     events = c.get("events.events.k8s.io", namespace=ns)["items"]
-    ours = [e for e in events if e.get("regarding", {}).get("name") == "kv"]
+    ours = [e for e in events if e.get("regarding", {}).get("kind") == "KeepCluster"]
     assert {"Creating", "SecretGenerated"} <= {e["reason"] for e in ours}, ours
     assert all(e["reportingController"] == "keep.dev/keep-operator" for e in ours)
 

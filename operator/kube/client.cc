@@ -93,6 +93,7 @@ Response Client::Request(const std::string& method, const std::string& path,
     http::http_request req(method);
     req.set_request_uri(path);
     req.headers().add("Accept", "application/json");
+    req.headers().add("User-Agent", "keep-operator");
     if (std::string token = BearerToken(); !token.empty()) {
       req.headers().add("Authorization", "Bearer " + token);
     }
@@ -130,6 +131,7 @@ WatchEnd Client::Watch(const std::string& path, const std::function<bool(const J
     http::http_request req("GET");
     req.set_request_uri(path);
     req.headers().add("Accept", "application/json");
+    req.headers().add("User-Agent", "keep-operator");
     if (std::string token = BearerToken(); !token.empty()) {
       req.headers().add("Authorization", "Bearer " + token);
     }
