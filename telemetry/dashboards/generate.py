@@ -104,18 +104,21 @@ CLUSTER = [
 ]
 
 OPERATOR = [
-    panel("Reconciles per second by result",
-          [("sum by (result) (rate(keep_operator_reconcile_total[5m]))", "{{result}}")], "ops"),
+    panel("Reconciles and reconcile errors per second",
+          [("rate(keep_operator_reconcile_total[5m])", "reconciles {{instance}}"),
+           ("rate(keep_operator_reconcile_errors_total[5m])", "errors {{instance}}")], "ops"),
     panel("p99 reconcile duration",
           "histogram_quantile(0.99, sum by (le) (rate(keep_operator_reconcile_duration_seconds_bucket[5m])))",
           "s", legend="p99"),
     panel("Work queue depth", "keep_operator_workqueue_depth"),
     panel("Leader", "keep_operator_leader"),
-    panel("Watch restarts per second by resource",
-          [("sum by (resource) (rate(keep_operator_watch_restarts_total[5m]))", "{{resource}}")],
-          "ops"),
-    panel("Kubernetes API requests per second by code",
-          [("sum by (code) (rate(keep_operator_api_requests_total[5m]))", "{{code}}")], "ops"),
+    panel("Informer relists per second", "rate(keep_operator_informer_relists_total[5m])", "ops"),
+    panel("Member admin call failures per second",
+          "rate(keep_operator_member_admin_failures_total[5m])", "ops"),
+    panel("KeepCluster members and ready members",
+          [("keep_operator_cluster_members", "members {{namespace}}/{{cluster}}"),
+           ("keep_operator_cluster_ready_members", "ready {{namespace}}/{{cluster}}")]),
+    panel("Degraded KeepClusters", [("keep_operator_cluster_degraded", "{{namespace}}/{{cluster}}")]),
 ]
 
 DASHBOARDS = {
@@ -126,7 +129,7 @@ DASHBOARDS = {
                               "Membership, fencing, slot ownership, heartbeats and handoff across members.",
                               CLUSTER),
     "operator.json": dashboard("keep-operator", "Keep / Operator",
-                               "keep-operator: reconciles, work queue, leadership, watches and API calls.",
+                               "keep-operator: reconciles, work queue, leadership, informers, member admin calls, KeepClusters.",
                                OPERATOR),
 }
 
