@@ -10,25 +10,22 @@ running 5 s behind) are covered by `promtool test rules` (alerts/keep.rules.test
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
 import signal
 import subprocess
 import time
-import urllib.parse
-import urllib.request
 from pathlib import Path
 
 import pytest
 import redis
-from helpers.cluster import Cluster, free_port, wait_until
+from helpers.cluster import Cluster, wait_until
+from helpers.prometheus import PROMETHEUS, Prometheus, dashboard_expressions
 from helpers.server import is_redis_binary, keep_bin
 
 ROOT = Path(__file__).resolve().parent.parent
 TELEMETRY = ROOT / "telemetry"
-PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
 
 pytestmark = [
@@ -43,58 +40,6 @@ name = "noevict"
 bytes = "n"
 policy = "none"
 """
-
-
-class Prometheus:
-    def __init__(self, work: Path, targets: list[str], rules: Path):
-        self.work = work
-        self.port = free_port("127.0.0.1")
-        config = {
-            "global": {"scrape_interval": "1s", "evaluation_interval": "1s",
-                       "scrape_timeout": "900ms"},
-            "rule_files": [str(rules)],
-            "scrape_configs": [{"job_name": "keep", "static_configs": [{"targets": targets}]}],
-        }
-        (work / "prometheus.yml").write_text(json.dumps(config))  # JSON is YAML
-        self.log = open(work / "prometheus.log", "wb")
-        self.proc = subprocess.Popen(
-            [PROMETHEUS, f"--config.file={work / 'prometheus.yml'}",
-             f"--storage.tsdb.path={work / 'data'}",
-             f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn"],
-            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
-        wait_until(lambda: self._get("/-/ready", raw=True), 30, 0.1, "prometheus to be ready")
-
-    def _get(self, path: str, raw: bool = False):
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as r:
-            body = r.read()
-        return body if raw else json.loads(body)
-
-    def query(self, expr: str) -> dict:
-        return self._get("/api/v1/query?" + urllib.parse.urlencode({"query": expr}))
-
-    def firing(self) -> set[str]:
-        alerts = self._get("/api/v1/alerts")["data"]["alerts"]
-        return {a["labels"]["alertname"] for a in alerts if a["state"] == "firing"}
-
-    def close(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
-        self.log.close()
-
-
-def dashboard_expressions(names=("node.json", "cluster.json")) -> list[tuple[str, str, str]]:
-    """The data plane's dashboards; operator.json is evaluated against keep-operator's own
-    metrics by the Kubernetes suite."""
-    out = []
-    for path in sorted(TELEMETRY / "dashboards" / n for n in names):
-        for panel in json.loads(path.read_text())["panels"]:
-            for target in panel["targets"]:
-                out.append((path.name, panel["title"], target["expr"]))
-    return out
 
 
 def shortened_rules(work: Path) -> Path:

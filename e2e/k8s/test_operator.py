@@ -10,6 +10,7 @@ cluster never Ready) and the scale test is skipped."""
 import json
 import re
 import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -400,3 +401,35 @@ def test_scale_up_and_down_under_writes_loses_nothing(operator, k8s_cluster, nam
     lost = [k for k, v in acked.items() if rc.get(k) != v.encode()]
     rc.close()
     assert acked and not lost, f"{len(lost)} of {len(acked)} acknowledged writes lost"
+
+
+# ---------------------------------------------------------------------------------------------
+# The operator's Grafana dashboard against a real Prometheus scraping the operator pod
+
+
+def test_operator_dashboard_expressions_return_data(operator, k8s_cluster, namespace,
+                                                    tmp_path):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from helpers.prometheus import Prometheus, dashboard_expressions
+
+    c, ns = k8s_cluster, namespace
+    apply(c, ns, keep_cluster("dash", members=1, shards=1, image="keep/keep-server"))
+    wait_for(lambda: running_pods(c, ns, "dash", 1), timeout=60, what="a keep pod Running")
+    pod = c.get("pods", namespace=OP_NS, selector="app.kubernetes.io/name=keep-operator")["items"][0]
+    prometheus = Prometheus(tmp_path, [f"{pod['status']['podIP']}:8080"], job="keep-operator")
+    try:
+        expressions = dashboard_expressions(("operator.json",))
+
+        missing: list[str] = []
+
+        def check():
+            missing[:] = [f"{title}: {expr}" for _, title, expr in expressions
+                          if not prometheus.query(expr)["data"]["result"]]
+            return not missing
+        # rate() needs two scrapes a reconcile apart: wait (bounded) until every panel has data.
+        try:
+            wait_for(check, timeout=40, what="every operator panel to return data")
+        except Exception:
+            raise AssertionError("panels without data:\n" + "\n".join(missing)) from None
+    finally:
+        prometheus.close()
