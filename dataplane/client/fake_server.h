@@ -2,9 +2,9 @@
 // the real server does. One thread per connection; a string map as the store.
 //
 // Test hooks, by key: "busy*" answers BUSY (retry 1 ms) to the first two attempts of each request,
-// "stuck*" always answers BUSY, "slow" never answers, "moved" answers MOVED (for COMMAND, the key is
-// the command's first argument). With reverse_replies, the replies to the requests
-// of one read go out in reverse order.
+// "stuck*" always answers BUSY, "slow" never answers, "moved" answers MOVED (for COMMAND, the key
+// is the command's first argument). With reverse_replies, the replies to the requests of one read
+// go out in reverse order.
 #pragma once
 
 #include <atomic>

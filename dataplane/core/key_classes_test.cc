@@ -110,7 +110,8 @@ TEST(KeyClassesTest, RejectsBadTables) {
 TEST(KeyClassesTest, AnyEvictable) {
   KeyClassTable table;
   std::string error;
-  ASSERT_TRUE(KeyClassTable::Build({{"default", "", "none"}, {"p", "p", "pinned"}}, &table, &error));
+  ASSERT_TRUE(
+      KeyClassTable::Build({{"default", "", "none"}, {"p", "p", "pinned"}}, &table, &error));
   EXPECT_FALSE(table.AnyEvictable());
   ASSERT_TRUE(KeyClassTable::Build({{"default", "", "none"}, {"t", "t", "ttl"}}, &table, &error));
   EXPECT_TRUE(table.AnyEvictable());

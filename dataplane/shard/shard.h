@@ -182,8 +182,7 @@ class Shard final : public commands::ShardServices {
                       std::span<const std::string_view> args, std::string_view key);
   void BinaryDefer(Connection* conn, PendingReply* slot);
   void BinaryComplete(Connection* conn, PendingReply* slot);
-  void BinaryReply(Connection* conn, uint32_t id, uint8_t op, uint8_t flags,
-                   std::string_view resp);
+  void BinaryReply(Connection* conn, uint32_t id, uint8_t op, uint8_t flags, std::string_view resp);
   void BinaryClosed(Connection* conn);
   int64_t BinaryPublish(std::string_view channel, std::string_view message);
   void BinaryTick();

@@ -16,8 +16,8 @@
 #include "dataplane/core/slot.h"
 #include "dataplane/shard/shard.h"
 #include "dataplane/shard/spsc_ring.h"
-#include "telemetry/metrics_hub.h"
 #include "dataplane/shard/task_channel.h"
+#include "telemetry/metrics_hub.h"
 
 namespace keep::shard {
 
