@@ -56,7 +56,7 @@ unit: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 
 asan: build-asan
-	cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
+	cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/operator/lsan_suppressions.txt UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
 
 # Each fuzzer runs on a scratch copy of its committed corpus, so runs never rewrite the tree.
 fuzz: build-fuzz
