@@ -331,7 +331,8 @@ def _free_port_pair() -> int:
 
 
 def test_topology_with_shard_ports(server_factory):
-    server = server_factory("keep-shardports", shard_port_base=_free_port_pair())
+    base = _free_port_pair()
+    server = server_factory("keep-shardports", shard_port_base=base)
     c = BinConn(server.port)
     try:
         r = c.call(frame(1, TOPOLOGY))
