@@ -28,7 +28,7 @@ def cli(port: int, *args: str, stdin: str | None = None, env: dict | None = None
 @pytest.fixture(scope="module", autouse=True)
 def _binaries():
     if not CLI.exists():
-        pytest.skip(f"{CLI} is not built")
+        pytest.fail(f"{CLI} is not built (make build)")
 
 
 def test_set_get_over_binary(keep_server, keep):
@@ -153,7 +153,7 @@ def test_interactive_session_history_and_help(keep_server, tmp_path):
 @pytest.fixture
 def fake_server():
     if not FAKE.exists():
-        pytest.skip(f"{FAKE} is not built")
+        pytest.fail(f"{FAKE} is not built (make build)")
     port = free_port()
     proc = subprocess.Popen([str(FAKE), "--port", str(port)], stdout=subprocess.PIPE, text=True)
     try:

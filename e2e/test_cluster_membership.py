@@ -12,7 +12,7 @@ import signal
 import time
 
 import pytest
-from helpers.cluster import Cluster, iptables_available, mono_raw_ms, wait_until
+from helpers.cluster import Cluster, mono_raw_ms, wait_until
 from helpers.server import is_redis_binary, keep_bin
 
 pytestmark = pytest.mark.skipif(is_redis_binary(keep_bin()),
@@ -141,7 +141,6 @@ def test_sigstop_then_sigcont_rejoins(make_cluster):
 
 
 @pytest.mark.timeout(90)
-@pytest.mark.skipif(not iptables_available(), reason="needs iptables (root) for partitions")
 def test_partition_minority_fences_and_heals(make_cluster):
     c = make_cluster(5)
     minority, majority = c.members[:2], c.members[2:]
