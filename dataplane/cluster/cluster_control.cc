@@ -374,7 +374,8 @@ void ClusterControl::Rebuild() {
   if (phase_ == Lifecycle::kJoining && !fenced_ && builder_.progress().in_flight == 0) {
     phase_ = Lifecycle::kServing;
     dirty_ = true;
-  } else if (phase_ == Lifecycle::kLeaving) {
+  } else if (phase_ == Lifecycle::kLeaving && !fenced_) {
+    // Fenced, this member cannot tell whether its slots were handed over: it waits.
     bool holds = false;
     for (uint32_t slot = 0; slot < core::kSlotCount && !holds; ++slot) {
       holds = current->phase[slot] == SlotPhase::kOwned ||

@@ -68,6 +68,26 @@ std::unique_ptr<View> ViewBuilder::Build(const Input& input, MoveEvents* events)
     view->members.push_back(std::move(vm));
   }
   for (const ViewMember& vm : view->members) ids.push_back(vm.member.id);
+
+  // A fenced member serves nothing and knows nothing new: it keeps the owners, phases and moves
+  // of its last view, so a majority lost for a moment (a partition, a stalled scheduler) neither
+  // cancels handoffs in flight nor reopens slots empty once it hears the others again.
+  auto same_ids = [&](const View& v) {
+    return std::equal(ids.begin(), ids.end(), v.members.begin(), v.members.end(),
+                      [](std::string_view id, const ViewMember& vm) { return id == vm.member.id; });
+  };
+  if (input.fenced && last_ != nullptr && same_ids(*last_)) {
+    view->owner = last_->owner;
+    view->phase = last_->phase;
+    view->lock_quarantine_until_ms = last_->lock_quarantine_until_ms;
+    for (uint32_t slot = 0; slot < core::kSlotCount; ++slot) {
+      if (view->owner[slot] != kNoOwner) ++view->members[view->owner[slot]].slots_owned;
+    }
+    if (SameView(*last_, *view)) return nullptr;
+    view->epoch = ++epoch_;
+    last_ = std::make_unique<View>(*view);
+    return view;
+  }
   bool candidates[kMaxMembers];
   for (size_t i = 0; i < ids.size(); ++i) {
     MemberState st = view->members[i].state;
@@ -79,7 +99,7 @@ std::unique_ptr<View> ViewBuilder::Build(const Input& input, MoveEvents* events)
   // A member's first view: slots it gains from members already serving are a join (imported,
   // or quarantined without a handoff), as if the previous view were theirs without this member.
   // In a cluster starting from scratch nobody serves yet and every slot is simply owned.
-  if (!have_previous_) {
+  if (!have_previous_ && !input.fenced) {
     bool serving[kMaxMembers];
     bool any = false;
     for (size_t i = 0; i < ids.size(); ++i) {
@@ -178,13 +198,16 @@ std::unique_ptr<View> ViewBuilder::Build(const Input& input, MoveEvents* events)
   }
 
   // The owner recorded for the next build is the member that holds the slot's data: during an
-  // export that is still this member.
-  previous_ids_.assign(ids.begin(), ids.end());
-  for (uint32_t slot = 0; slot < core::kSlotCount; ++slot) {
-    previous_owner_[slot] =
-        move_[slot] == Move::kExport ? static_cast<uint16_t>(self) : view->owner[slot];
+  // export that is still this member. A fenced view records nothing: its owners are only what
+  // this member could hear, not who holds the data.
+  if (!input.fenced) {
+    previous_ids_.assign(ids.begin(), ids.end());
+    for (uint32_t slot = 0; slot < core::kSlotCount; ++slot) {
+      previous_owner_[slot] =
+          move_[slot] == Move::kExport ? static_cast<uint16_t>(self) : view->owner[slot];
+    }
+    have_previous_ = true;
   }
-  have_previous_ = true;
 
   if (last_ != nullptr && SameView(*last_, *view)) return nullptr;
   view->epoch = ++epoch_;

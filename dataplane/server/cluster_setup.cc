@@ -69,10 +69,25 @@ std::string ControlThread::Start(const cluster::ClusterOptions& options, const C
   incarnation_ = options.incarnation;
   control_ = std::make_unique<cluster::ClusterControl>(io_, options, &views_);
   control_->metrics_hook = [this, group] {
-    return group->metrics().Render() + control_->MetricsText();
+    return group->metrics().Render() + control_->MetricsText() + handoff_->MetricsText();
   };
   std::string error = control_->Start();
   if (!error.empty()) return error;
+
+  // The handoff engine shares the peer port number (TCP beside the heartbeats' UDP) and runs
+  // its store work on the shards through the task channel.
+  cluster::HandoffOptions handoff_options;
+  handoff_options.peer_secret = options.peer_secret;
+  // A record must fit one message: the largest value plus its key and header.
+  handoff_options.max_message_bytes = static_cast<size_t>(config.proto_max_bulk_len) + (1u << 20);
+  group->tasks().Attach(io_);
+  handoff_ = std::make_unique<cluster::HandoffDriver>(io_, *group, group->slot_function(),
+                                                      handoff_options, control_.get());
+  const cluster::Member& self =
+      options.members.members[options.members.IndexOf(options.self_id)];
+  error = handoff_->Listen(options.bind_address, self.peer_port);
+  if (!error.empty()) return error;
+  control_->SetHandoff(handoff_.get());
   admin_ = std::make_unique<AdminHttpServer>(
       io_, [this](const cluster::AdminRequest& request) { return control_->HandleAdmin(request); });
   int port = config.admin_port != 0 ? config.admin_port : client_port + 2;
@@ -127,6 +142,9 @@ ControlThread::~ControlThread() {
   io_.stop();
   if (thread_.joinable()) thread_.join();
   admin_.reset();
+  // The driver calls into the control loop and the shards: it goes first.
+  if (handoff_) handoff_->Stop();
+  handoff_.reset();
   control_.reset();
 }
 

@@ -15,6 +15,7 @@
 #include <boost/asio.hpp>
 
 #include "dataplane/cluster/cluster_control.h"
+#include "dataplane/cluster/handoff_driver.h"
 #include "dataplane/cluster/view.h"
 #include "dataplane/server/admin_http.h"
 #include "dataplane/server/config.h"
@@ -50,6 +51,7 @@ class ControlThread {
   boost::asio::io_context io_;
   cluster::ViewPublisher views_;
   std::unique_ptr<cluster::ClusterControl> control_;
+  std::unique_ptr<cluster::HandoffDriver> handoff_;
   std::unique_ptr<AdminHttpServer> admin_;
   std::thread thread_;
   std::string self_id_;

@@ -1,0 +1,90 @@
+// Drives the handoff engine from the views (design §3.5): the HandoffHook that ClusterControl
+// calls when a Build starts or cancels slot moves, turned into engine pulls and exports.
+//
+// Gainer: the slots a Build hands it are grouped by the member they come from and pulled in one
+// Pull per source (posted, so every slot of one view change goes in the same pull). A slot the
+// engine reports owned ends its move (ClusterControl::FinishMove). A pull that fails is retried
+// with backoff for the slots still wanted from that source: the most common refusal is an old
+// owner whose view has not marked the slot exporting yet (it still serves it), which a heartbeat
+// or two settles. Slots acknowledged but not confirmed (the connection broke between the
+// gainer's SLOTS_ACK and the owner's RELEASED) hold their keys here and are taken as owned: the
+// old owner drops its copy when the acknowledgement reached it.
+//
+// Old owner: a pull is authorized only for slots this member's current view marks exporting,
+// so a gainer that runs ahead of the old owner's view is refused (and retries) rather than
+// taking keys the owner still serves. A released slot ends its move; an aborted export leaves
+// the slot exporting, with its keys, for the gainer's retry.
+//
+// Everything runs on the control thread.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dataplane/cluster/cluster_control.h"
+#include "dataplane/cluster/handoff_engine.h"
+#include "dataplane/cluster/handoff_hook.h"
+
+namespace keep::cluster {
+
+struct HandoffDriverCounters {
+  uint64_t pull_attempts = 0;
+  uint64_t pull_retries = 0;
+  uint64_t pulls_refused_or_failed = 0;
+  uint64_t slots_unconfirmed = 0;
+};
+
+class HandoffDriver final : public HandoffHook {
+ public:
+  // `control` must outlive the driver; the driver must be destroyed (or Stop()ped) before the
+  // shard group.
+  HandoffDriver(boost::asio::io_context& io, shard::ShardGroup& group,
+                core::SlotFunction slot_function, HandoffOptions options,
+                ClusterControl* control);
+  ~HandoffDriver() override;
+
+  // Accepts handoff connections on the TCP peer port. Returns an error message or "".
+  std::string Listen(const std::string& bind_address, int port);
+  void Stop();
+
+  void StartImport(uint32_t slot, const Member& from) override;
+  void StartExport(uint32_t slot, const Member& to) override;
+  void Cancel(uint32_t slot) override;
+
+  const HandoffCounters& engine_counters() const { return engine_->counters(); }
+  const HandoffDriverCounters& counters() const { return counters_; }
+  // Prometheus text for the engine's and the driver's counters.
+  std::string MetricsText() const;
+
+ private:
+  struct Source {
+    Member member;
+    std::vector<uint16_t> pending;  // wanted from this source, not in a pull yet
+    bool pulling = false;
+    bool scheduled = false;
+    int failures = 0;  // consecutive, for the backoff
+    std::unique_ptr<boost::asio::steady_timer> retry;
+  };
+
+  void Schedule(Source& source, std::chrono::milliseconds delay);
+  void PullFrom(const std::string& id);
+  bool Authorize(const std::vector<uint16_t>& slots) const;
+  void OnOwned(uint16_t slot, const std::string& source_id);
+
+  boost::asio::io_context& io_;
+  ClusterControl* control_;
+  std::unique_ptr<HandoffEngine> engine_;
+  // The source each slot is wanted from ("" when no import is wanted).
+  std::vector<std::string> import_from_;
+  std::map<std::string, Source> sources_;
+  bool stopped_ = false;
+  HandoffDriverCounters counters_;
+};
+
+}  // namespace keep::cluster
