@@ -77,7 +77,8 @@ def test_three_members_agree_on_a_view(make_cluster):
         assert v["phase"] == "serving" and v["fenced"] is False
         assert [m["state"] for m in v["members"]] == ["up", "up", "up"]
         assert sum(m["slots"] for m in v["members"]) == 16384
-        assert v["handoff"] == {"in_flight": 0, "done": 0, "total": 0}
+        # Members booting together ask each other for their slots (empty pulls): none left.
+        assert v["handoff"]["in_flight"] == 0
         assert v["slot_hash"] == "keyed"
     # Each member serves about a third; together every slot once.
     assert sum(v["slots_owned"] for v in views) == 16384

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 
 namespace keep::cluster {
@@ -291,7 +292,8 @@ void ClusterControl::Tick() {
   // incarnation they knew, which tells a restarted member that it had a previous life.
   if (!listening && Millis(now - last_send_ns_) >= kHeartbeatPeriodMs) SendHeartbeats(now);
   if (Millis(now - last_resolve_ns_) >= kResolveRetryMs) Resolve();
-  bool fenced = listening || tracker_.HeardCount() < members_.Majority();
+  size_t voters = members_.members.size() - tracker_.DepartedCount();
+  bool fenced = listening || tracker_.HeardCount() < voters / 2 + 1;
   if (fenced != fenced_) {
     fprintf(
         stderr, "keep-server: cluster: %s (hearing %zu of %zu members)\n",
@@ -393,6 +395,20 @@ void ClusterControl::Rebuild() {
 
 void ClusterControl::ApplyMoves(const MoveEvents& events) {
   if (handoff_ == nullptr) return;
+  // One line per view change that moves slots, with the count per peer, so a stuck handoff
+  // can be traced to the member it waits for.
+  if (!events.imports.empty() || !events.exports.empty() || !events.cancelled.empty()) {
+    std::map<std::string, std::pair<size_t, size_t>> per_peer;
+    for (const SlotMove& move : events.imports) ++per_peer[move.peer].first;
+    for (const SlotMove& move : events.exports) ++per_peer[move.peer].second;
+    std::string text;
+    for (const auto& [peer, counts] : per_peer) {
+      text += " " + peer + ":in=" + std::to_string(counts.first) +
+              ",out=" + std::to_string(counts.second);
+    }
+    fprintf(stderr, "keep-server: cluster: moves cancelled=%zu%s\n", events.cancelled.size(),
+            text.c_str());
+  }
   for (uint32_t slot : events.cancelled) handoff_->Cancel(slot);
   for (const SlotMove& move : events.imports) {
     int i = members_.IndexOf(move.peer);

@@ -55,6 +55,8 @@ const char* HandoffTypeName(HandoffType type) {
       return "RELEASED";
     case HandoffType::kError:
       return "ERROR";
+    case HandoffType::kDeclined:
+      return "DECLINED";
   }
   return "UNKNOWN";
 }
@@ -139,7 +141,7 @@ OpenStatus OpenMessage(const HandoffKey& key, uint64_t expected_sequence, std::s
   in.GetU16(&reserved);
   in.GetU64(&sequence);
   if (type < static_cast<uint8_t>(HandoffType::kHello) ||
-      type > static_cast<uint8_t>(HandoffType::kError) || flags != 0 || reserved != 0) {
+      type > static_cast<uint8_t>(HandoffType::kDeclined) || flags != 0 || reserved != 0) {
     return OpenStatus::kBadType;
   }
   if (sequence != expected_sequence) return OpenStatus::kBadSequence;
@@ -200,6 +202,23 @@ bool ParseSlotList(std::string_view body, std::vector<uint16_t>* slots) {
     slots->push_back(slot);
   }
   return true;
+}
+
+std::string EncodeDeclined(DeclineReason reason, const std::vector<uint16_t>& slots) {
+  std::string out;
+  core::PutU8(&out, static_cast<uint8_t>(reason));
+  return out + EncodeSlotList(slots);
+}
+
+bool ParseDeclined(std::string_view body, DeclineReason* reason, std::vector<uint16_t>* slots) {
+  if (body.empty()) return false;
+  uint8_t code = static_cast<uint8_t>(body[0]);
+  if (code != static_cast<uint8_t>(DeclineReason::kNotHeld) &&
+      code != static_cast<uint8_t>(DeclineReason::kNotYet)) {
+    return false;
+  }
+  *reason = static_cast<DeclineReason>(code);
+  return ParseSlotList(body.substr(1), slots);
 }
 
 constexpr size_t kSlotDoneBytes = 2 + 8 + 8;

@@ -35,6 +35,7 @@ enum class HandoffType : uint8_t {
   kSlotsAck = 6,   // gainer → owner: these slots are imported; drop them
   kReleased = 7,   // owner → gainer: these slots are dropped; they are yours
   kError = 8,      // either way: a code and a text; the sender closes
+  kDeclined = 9,   // owner → gainer: these slots of the PULL are not handed over (and why)
 };
 const char* HandoffTypeName(HandoffType type);
 
@@ -97,6 +98,15 @@ bool ParseHello(std::string_view body, HelloBody* hello);
 // A list of distinct slots (< 16384): PULL, SLOTS_ACK, RELEASED.
 std::string EncodeSlotList(const std::vector<uint16_t>& slots);
 bool ParseSlotList(std::string_view body, std::vector<uint16_t>* slots);
+
+// DECLINED: a reason and a slot list. The owner sends it once, before any BATCH, for the slots
+// of the PULL it does not hand over; the rest of the pull goes on.
+enum class DeclineReason : uint8_t {
+  kNotHeld = 1,  // this member does not hold the slot: nothing here to hand over
+  kNotYet = 2,   // this member still serves (or is gaining) the slot: ask again later
+};
+std::string EncodeDeclined(DeclineReason reason, const std::vector<uint16_t>& slots);
+bool ParseDeclined(std::string_view body, DeclineReason* reason, std::vector<uint16_t>* slots);
 
 struct SlotDone {
   uint16_t slot = 0;

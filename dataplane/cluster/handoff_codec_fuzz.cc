@@ -32,6 +32,8 @@ void ExerciseBody(std::string_view body) {
     Check(!slots.empty() && slots.size() <= core::kSlotCount);
     Check(EncodeSlotList(slots) == body);
   }
+  DeclineReason reason{};
+  if (ParseDeclined(body, &reason, &slots)) Check(EncodeDeclined(reason, slots) == body);
   std::vector<SlotDone> done;
   if (ParseSlotsDone(body, &done)) Check(EncodeSlotsDone(done) == body);
   ErrorBody error;

@@ -105,10 +105,26 @@ TEST(HandoffCodecTest, ReplayedAndReorderedMessagesFailTheSequence) {
 TEST(HandoffCodecTest, UnknownTypesAndFlagsAreRefused) {
   Keys k;
   OpenedMessage message;
-  for (int type : {0, 9, 255}) {
+  for (int type : {0, 10, 255}) {
     std::string frame = SealMessage(k.keys.client_to_server, static_cast<HandoffType>(type), 0, "");
     EXPECT_EQ(OpenMessage(k.keys.client_to_server, 0, frame, kMax, &message), OpenStatus::kBadType);
   }
+}
+
+TEST(HandoffCodecTest, DeclinedCarriesAReasonAndASlotList) {
+  std::string body = EncodeDeclined(DeclineReason::kNotYet, {3, 16383, 7});
+  DeclineReason reason{};
+  std::vector<uint16_t> slots;
+  ASSERT_TRUE(ParseDeclined(body, &reason, &slots));
+  EXPECT_EQ(reason, DeclineReason::kNotYet);
+  EXPECT_EQ(slots, (std::vector<uint16_t>{3, 16383, 7}));
+  EXPECT_FALSE(ParseDeclined("", &reason, &slots));
+  std::string bad_reason = body;
+  bad_reason[0] = 3;
+  EXPECT_FALSE(ParseDeclined(bad_reason, &reason, &slots));
+  EXPECT_FALSE(ParseDeclined(body + "x", &reason, &slots));
+  EXPECT_FALSE(ParseDeclined(body.substr(0, body.size() - 1), &reason, &slots));
+  EXPECT_FALSE(ParseDeclined(EncodeDeclined(DeclineReason::kNotHeld, {}), &reason, &slots));
 }
 
 TEST(HandoffCodecTest, BodyParsersAcceptExactlyTheirLayout) {

@@ -27,9 +27,9 @@ void Counter(std::string* out, const char* name, const char* help, uint64_t valu
 HandoffDriver::HandoffDriver(asio::io_context& io, shard::ShardGroup& group,
                              core::SlotFunction slot_function, HandoffOptions options,
                              ClusterControl* control)
-    : io_(io), control_(control), import_from_(core::kSlotCount) {
+    : io_(io), control_(control), import_from_(core::kSlotCount), asked_(core::kSlotCount) {
   HandoffHooks hooks;
-  hooks.authorize_export = [this](const std::vector<uint16_t>& slots) { return Authorize(slots); };
+  hooks.classify_export = [this](uint16_t slot) { return Classify(slot); };
   hooks.on_slot_released = [this](uint16_t slot) { control_->FinishMove(slot); };
   engine_ = std::make_unique<HandoffEngine>(io, group, slot_function, std::move(options),
                                             std::move(hooks));
@@ -59,17 +59,23 @@ void HandoffDriver::Stop() {
   engine_->Stop();
 }
 
-bool HandoffDriver::Authorize(const std::vector<uint16_t>& slots) const {
+ExportDecision HandoffDriver::Classify(uint16_t slot) const {
   const View* view = control_->view();
-  if (view == nullptr || view->fenced) return false;
-  return std::all_of(slots.begin(), slots.end(), [view](uint16_t slot) {
-    return slot < core::kSlotCount && view->phase[slot] == SlotPhase::kExporting;
-  });
+  if (view == nullptr || view->fenced) return ExportDecision::kNotYet;
+  switch (view->phase[slot]) {
+    case SlotPhase::kExporting:
+      return ExportDecision::kExport;
+    case SlotPhase::kNotOwned:
+      return ExportDecision::kNotHeld;
+    default:
+      return ExportDecision::kNotYet;
+  }
 }
 
 void HandoffDriver::StartImport(uint32_t slot, const Member& from) {
   if (stopped_ || slot >= core::kSlotCount) return;
   import_from_[slot] = from.id;
+  asked_[slot].clear();
   Source& source = sources_[from.id];
   source.member = from;
   source.pending.push_back(static_cast<uint16_t>(slot));
@@ -82,7 +88,50 @@ void HandoffDriver::StartExport(uint32_t, const Member&) {
 }
 
 void HandoffDriver::Cancel(uint32_t slot) {
-  if (slot < core::kSlotCount) import_from_[slot].clear();
+  if (slot >= core::kSlotCount) return;
+  import_from_[slot].clear();
+  asked_[slot].clear();
+}
+
+void HandoffDriver::OnDeclined(const PullDeclined& declined, const std::string& source_id,
+                               std::vector<uint16_t>* retry) {
+  for (uint16_t slot : declined.not_yet) {
+    ++counters_.slots_declined_not_yet;
+    if (import_from_[slot] == source_id) retry->push_back(slot);
+  }
+  for (uint16_t slot : declined.not_held) {
+    ++counters_.slots_declined_not_held;
+    if (import_from_[slot] != source_id) continue;
+    asked_[slot].push_back(source_id);
+    AskNext(slot);
+  }
+}
+
+void HandoffDriver::AskNext(uint16_t slot) {
+  const View* view = control_->view();
+  for (size_t i = 0; view != nullptr && i < view->members.size(); ++i) {
+    const ViewMember& vm = view->members[i];
+    if (static_cast<int>(i) == view->self || vm.state == MemberState::kDown ||
+        vm.state == MemberState::kLeft) {
+      continue;
+    }
+    const std::vector<std::string>& asked = asked_[slot];
+    if (std::find(asked.begin(), asked.end(), vm.member.id) != asked.end()) continue;
+    import_from_[slot] = vm.member.id;
+    Source& source = sources_[vm.member.id];
+    source.member = vm.member;
+    source.pending.push_back(slot);
+    if (!source.pulling) Schedule(source, std::chrono::milliseconds(0));
+    return;
+  }
+  // No live member holds it (members booting together, or its holder already handed it here):
+  // it opens here empty.
+  ++counters_.slots_opened_empty;
+  std::fprintf(stderr, "keep-handoff: slot %u: no live member holds it; it opens empty\n",
+               static_cast<unsigned>(slot));
+  import_from_[slot].clear();
+  asked_[slot].clear();
+  control_->FinishMove(slot);
 }
 
 void HandoffDriver::Schedule(Source& source, std::chrono::milliseconds delay) {
@@ -136,7 +185,11 @@ void HandoffDriver::PullFrom(const std::string& id) {
   auto pull = [this, id, slots, finish](const tcp::endpoint& endpoint) {
     engine_->Pull(
         endpoint, slots, [this, id](uint16_t slot) { OnOwned(slot, id); },
-        [finish] { finish({}); },
+        [this, id, finish](const PullDeclined& declined) {
+          std::vector<uint16_t> retry;
+          OnDeclined(declined, id, &retry);
+          finish(retry);
+        },
         [this, id, finish](const PullFailure& failure) {
           ++counters_.pulls_refused_or_failed;
           // Keys of unconfirmed slots are here and the old owner dropped (or will drop) its copy.
@@ -145,6 +198,7 @@ void HandoffDriver::PullFrom(const std::string& id) {
             OnOwned(slot, id);
           }
           std::vector<uint16_t> retry;
+          OnDeclined(failure.declined, id, &retry);
           for (uint16_t slot : failure.failed) {
             if (import_from_[slot] == id) retry.push_back(slot);
           }
@@ -180,6 +234,7 @@ void HandoffDriver::OnOwned(uint16_t slot, const std::string& source_id) {
   // A cancelled import's keys stay: the slot is served here anyway (it opened empty).
   if (import_from_[slot] != source_id) return;
   import_from_[slot].clear();
+  asked_[slot].clear();
   control_->FinishMove(slot);
 }
 
@@ -210,10 +265,22 @@ std::string HandoffDriver::MetricsText() const {
           c.rejected_messages);
   Counter(&out, "keep_handoff_deadlines_expired_total", "Handoff deadlines that expired.",
           c.deadlines_expired);
-  Counter(&out, "keep_handoff_last_pull_milliseconds", "Duration of the last completed pull.",
-          static_cast<uint64_t>(c.last_pull_ms), "gauge");
+  out.append(
+      "# HELP keep_handoff_last_pull_seconds Duration of the last completed pull.\n"
+      "# TYPE keep_handoff_last_pull_seconds gauge\n"
+      "keep_handoff_last_pull_seconds " +
+      std::to_string(static_cast<double>(c.last_pull_ms) / 1000.0) + "\n");
   Counter(&out, "keep_handoff_pull_retries_total",
           "Pulls retried after a refusal or failure (backoff).", counters_.pull_retries);
+  Counter(&out, "keep_handoff_slots_declined_not_held_total",
+          "Slots an asked member declined because it does not hold them.",
+          counters_.slots_declined_not_held);
+  Counter(&out, "keep_handoff_slots_declined_not_yet_total",
+          "Slots an asked member declined because it still serves or gains them.",
+          counters_.slots_declined_not_yet);
+  Counter(&out, "keep_handoff_slots_opened_empty_total",
+          "Slots gained from a live member that no live member held (opened empty).",
+          counters_.slots_opened_empty);
   return out;
 }
 

@@ -190,7 +190,40 @@ class ExportSession final : public Session, public std::enable_shared_from_this<
       conn_->Reject("expected PULL");
       return;
     }
-    if (st_->hooks.authorize_export && !st_->hooks.authorize_export(slots_)) {
+    if (st_->hooks.classify_export) {
+      std::vector<uint16_t> exported, not_held, not_yet;
+      for (uint16_t slot : slots_) {
+        switch (st_->hooks.classify_export(slot)) {
+          case ExportDecision::kExport:
+            exported.push_back(slot);
+            break;
+          case ExportDecision::kNotHeld:
+            not_held.push_back(slot);
+            break;
+          case ExportDecision::kNotYet:
+            not_yet.push_back(slot);
+            break;
+        }
+      }
+      if (!not_held.empty()) {
+        conn_->Send(HandoffType::kDeclined, EncodeDeclined(DeclineReason::kNotHeld, not_held));
+      }
+      if (!not_yet.empty()) {
+        conn_->Send(HandoffType::kDeclined, EncodeDeclined(DeclineReason::kNotYet, not_yet));
+      }
+      if (exported.size() != slots_.size()) {
+        std::fprintf(stderr,
+                     "keep-handoff: export peer=%s slots=%zu declined not_held=%zu not_yet=%zu\n",
+                     peer_.c_str(), slots_.size(), not_held.size(), not_yet.size());
+      }
+      slots_ = std::move(exported);
+      if (slots_.empty()) {
+        finished_ = true;
+        deadline_.cancel();
+        conn_->CloseAfterWrites("all declined");
+        return;
+      }
+    } else if (st_->hooks.authorize_export && !st_->hooks.authorize_export(slots_)) {
       std::fprintf(stderr, "keep-handoff: export peer=%s slots=%zu refused\n", peer_.c_str(),
                    slots_.size());
       conn_->Send(HandoffType::kError, EncodeError(kErrorRefused, "slots not exported here"));
@@ -406,7 +439,8 @@ class ExportSession final : public Session, public std::enable_shared_from_this<
 class ImportSession final : public Session, public std::enable_shared_from_this<ImportSession> {
  public:
   ImportSession(std::shared_ptr<State> st, tcp::endpoint source, std::vector<uint16_t> slots,
-                std::function<void(uint16_t)> on_slot_done, std::function<void()> on_complete,
+                std::function<void(uint16_t)> on_slot_done,
+                std::function<void(const PullDeclined&)> on_complete,
                 std::function<void(const PullFailure&)> on_error)
       : st_(std::move(st)),
         source_(std::move(source)),
@@ -473,7 +507,7 @@ class ImportSession final : public Session, public std::enable_shared_from_this<
   }
 
  private:
-  enum Phase : uint8_t { kNone, kImporting, kAcked, kOwned };
+  enum Phase : uint8_t { kNone, kImporting, kAcked, kOwned, kDeclined };
 
   void OnConnected() {
     auto self = shared_from_this();
@@ -537,6 +571,9 @@ class ImportSession final : public Session, public std::enable_shared_from_this<
       case HandoffType::kReleased:
         OnReleased(message.body);
         return;
+      case HandoffType::kDeclined:
+        OnDeclined(message.body);
+        return;
       case HandoffType::kError: {
         ErrorBody error;
         std::string text = ParseError(message.body, &error) ? std::string(error.text) : "?";
@@ -549,6 +586,7 @@ class ImportSession final : public Session, public std::enable_shared_from_this<
   }
 
   void OnBatch(std::string_view body) {
+    received_batch_ = true;
     if (body.empty()) {  // keepalive during a long walk
       ReadNext();
       return;
@@ -638,6 +676,32 @@ class ImportSession final : public Session, public std::enable_shared_from_this<
     }
   }
 
+  void OnDeclined(std::string_view body) {
+    DeclineReason reason{};
+    std::vector<uint16_t> slots;
+    if (!ParseDeclined(body, &reason, &slots)) {
+      conn_->Reject("malformed DECLINED");
+      return;
+    }
+    for (uint16_t slot : slots) {
+      if (phase_[slot] != kImporting || received_batch_) {
+        conn_->Reject("DECLINED of a slot not being imported, or after a batch");
+        return;
+      }
+    }
+    auto& list = reason == DeclineReason::kNotHeld ? declined_.not_held : declined_.not_yet;
+    for (uint16_t slot : slots) {
+      phase_[slot] = kDeclined;
+      open_.Remove(slot);
+      list.push_back(slot);
+    }
+    if (owned_ + declined_.not_held.size() + declined_.not_yet.size() == slots_.size()) {
+      Succeed();
+    } else {
+      ReadNext();
+    }
+  }
+
   void OnReleased(std::string_view body) {
     std::vector<uint16_t> released;
     if (!ParseSlotList(body, &released)) {
@@ -657,7 +721,7 @@ class ImportSession final : public Session, public std::enable_shared_from_this<
       st_->Call(st_->hooks.on_slot_owned, slot);
       if (on_slot_done_) on_slot_done_(slot);
     }
-    if (owned_ == slots_.size()) {
+    if (owned_ + declined_.not_held.size() + declined_.not_yet.size() == slots_.size()) {
       Succeed();
     } else {
       ReadNext();
@@ -670,12 +734,14 @@ class ImportSession final : public Session, public std::enable_shared_from_this<
     ++st_->counters.pulls_completed;
     st_->counters.last_pull_ms = MillisSince(start_);
     std::fprintf(stderr,
-                 "keep-handoff: pull done source=%s slots=%zu keys=%llu bytes=%llu ms=%lld\n",
-                 peer_.c_str(), slots_.size(), static_cast<unsigned long long>(keys_),
+                 "keep-handoff: pull done source=%s slots=%zu owned=%zu declined_not_held=%zu "
+                 "declined_not_yet=%zu keys=%llu bytes=%llu ms=%lld\n",
+                 peer_.c_str(), slots_.size(), owned_, declined_.not_held.size(),
+                 declined_.not_yet.size(), static_cast<unsigned long long>(keys_),
                  static_cast<unsigned long long>(bytes_),
                  static_cast<long long>(st_->counters.last_pull_ms));
     conn_->Close("pull done");
-    if (on_complete_) on_complete_();
+    if (on_complete_) on_complete_(declined_);
   }
 
   void Fail(const std::string& reason) {
@@ -694,6 +760,7 @@ class ImportSession final : public Session, public std::enable_shared_from_this<
     ++st_->counters.pulls_failed;
     PullFailure failure;
     failure.reason = reason;
+    failure.declined = declined_;
     for (uint16_t slot : slots_) {
       if (slot >= core::kSlotCount) continue;
       if (phase_[slot] == kImporting) failure.failed.push_back(slot);
@@ -726,10 +793,12 @@ class ImportSession final : public Session, public std::enable_shared_from_this<
   tcp::endpoint source_;
   std::vector<uint16_t> slots_;
   std::function<void(uint16_t)> on_slot_done_;
-  std::function<void()> on_complete_;
+  std::function<void(const PullDeclined&)> on_complete_;
   std::function<void(const PullFailure&)> on_error_;
   asio::steady_timer deadline_;
   asio::steady_timer connect_timer_;
+  PullDeclined declined_;
+  bool received_batch_ = false;
   std::unique_ptr<tcp::socket> socket_;
   std::shared_ptr<HandoffConnection> conn_;
   std::string peer_;
@@ -780,7 +849,7 @@ tcp::endpoint HandoffEngine::Listen(const tcp::endpoint& endpoint) {
 
 void HandoffEngine::Pull(const tcp::endpoint& source, std::vector<uint16_t> slots,
                          std::function<void(uint16_t)> on_slot_done,
-                         std::function<void()> on_complete,
+                         std::function<void(const PullDeclined&)> on_complete,
                          std::function<void(const PullFailure&)> on_error) {
   auto session =
       std::make_shared<ImportSession>(state_, source, std::move(slots), std::move(on_slot_done),

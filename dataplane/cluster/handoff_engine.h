@@ -61,8 +61,17 @@ struct HandoffOptions {
   std::chrono::milliseconds pull_timeout{120000};
 };
 
+enum class ExportDecision : uint8_t {
+  kExport,   // hand the slot over
+  kNotHeld,  // this member holds nothing of it (DECLINED not-held)
+  kNotYet,   // this member still serves or gains it (DECLINED not-yet)
+};
+
 struct HandoffHooks {
-  // Old owner. authorize_export (optional) refuses a pull of slots this member does not own.
+  // Old owner. classify_export (optional) decides slot by slot: the slots it does not export
+  // are DECLINED with the reason, and the pull goes on for the rest. Without it,
+  // authorize_export (optional) accepts or refuses the whole pull.
+  std::function<ExportDecision(uint16_t slot)> classify_export;
   std::function<bool(const std::vector<uint16_t>& slots)> authorize_export;
   std::function<void(uint16_t slot)> on_slot_exporting;
   std::function<void(uint16_t slot)> on_slot_released;
@@ -101,10 +110,17 @@ struct HandoffCounters {
   uint64_t import_tasks = 0;
 };
 
+// The slots of a pull the owner DECLINED (none of their keys came).
+struct PullDeclined {
+  std::vector<uint16_t> not_held;  // the owner holds nothing of them
+  std::vector<uint16_t> not_yet;   // the owner still serves or gains them: ask again later
+};
+
 struct PullFailure {
   std::string reason;
   std::vector<uint16_t> failed;       // not acknowledged: the old owner keeps them
   std::vector<uint16_t> unconfirmed;  // acknowledged, release not confirmed
+  PullDeclined declined;              // declined before the failure
 };
 
 class HandoffEngine {
@@ -122,9 +138,11 @@ class HandoffEngine {
   boost::asio::ip::tcp::endpoint Listen(const boost::asio::ip::tcp::endpoint& endpoint);
 
   // Gaining side: pulls `slots` from the member at `source`. on_slot_done(slot) follows each
-  // on_slot_owned; exactly one of on_complete / on_error ends the pull.
+  // on_slot_owned; exactly one of on_complete / on_error ends the pull: on_complete when every
+  // slot is owned here or was declined (listed in its argument).
   void Pull(const boost::asio::ip::tcp::endpoint& source, std::vector<uint16_t> slots,
-            std::function<void(uint16_t slot)> on_slot_done, std::function<void()> on_complete,
+            std::function<void(uint16_t slot)> on_slot_done,
+            std::function<void(const PullDeclined&)> on_complete,
             std::function<void(const PullFailure&)> on_error);
 
   // Closes the listener and every connection (their pulls and exports fail as aborted).

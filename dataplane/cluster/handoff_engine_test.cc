@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
@@ -10,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 #include <future>
+#include <map>
 #include <thread>
 
 #include "dataplane/cluster/handoff_codec.h"
@@ -34,7 +36,7 @@ std::string K(const char* prefix, long i) {
 
 // One member: a ShardGroup with its own control thread running an io_context and an engine.
 struct Member {
-  Member(const std::string& peer_secret, HandoffOptions options = {}) {
+  Member(const std::string& peer_secret, HandoffOptions options = {}, bool per_slot = false) {
     std::vector<shard::ShardOptions> shard_options(kShards);
     for (int i = 0; i < kShards; ++i) {
       shard_options[i].index = i;
@@ -53,6 +55,12 @@ struct Member {
     hooks.on_slot_importing = [this](uint16_t) { ++importing; };
     hooks.on_slot_owned = [this](uint16_t) { ++owned; };
     hooks.authorize_export = [this](const std::vector<uint16_t>&) { return !refuse; };
+    if (per_slot) {
+      hooks.classify_export = [this](uint16_t slot) {
+        auto it = decisions.find(slot);
+        return it == decisions.end() ? ExportDecision::kExport : it->second;
+      };
+    }
     engine = std::make_unique<HandoffEngine>(io, *group, kSlotOf, options, std::move(hooks));
     thread = std::thread([this] { io.run(); });
   }
@@ -98,6 +106,7 @@ struct Member {
 
   struct PullResult {
     bool ok = false;
+    PullDeclined declined;
     PullFailure failure;
     size_t slots_done = 0;
   };
@@ -108,9 +117,10 @@ struct Member {
     asio::post(io, [&, done] {
       engine->Pull(
           source, std::move(slots), [done](uint16_t) { ++*done; },
-          [&, done] {
+          [&, done](const PullDeclined& declined) {
             PullResult result;
             result.ok = true;
+            result.declined = declined;
             result.slots_done = *done;
             promise.set_value(result);
           },
@@ -140,6 +150,8 @@ struct Member {
   std::thread thread;
   std::atomic<int> exporting{0}, released{0}, aborted{0}, importing{0}, owned{0};
   std::atomic<bool> refuse{false};
+  // Per-slot decisions (per_slot members only); set before the pull that reads them.
+  std::map<uint16_t, ExportDecision> decisions;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -397,6 +409,42 @@ TEST(HandoffEngineTest, ConnectFailureAndRefusalFailEverySlot) {
   EXPECT_FALSE(gainer.Pull(endpoint, {5, 5}).ok);
 }
 
+TEST(HandoffEngineTest, DeclinedSlotsAreReportedAndOnlyTheRestMoves) {
+  Member owner("s", {}, /*per_slot=*/true);
+  Member gainer("s");
+  tcp::endpoint endpoint = owner.Listen();
+  std::vector<uint16_t> slots = Populate(owner, 600);
+  ASSERT_GE(slots.size(), 30u);
+  std::vector<uint16_t> not_held(slots.begin(), slots.begin() + 10);
+  std::vector<uint16_t> not_yet(slots.begin() + 10, slots.begin() + 20);
+  for (uint16_t slot : not_held) owner.decisions[slot] = ExportDecision::kNotHeld;
+  for (uint16_t slot : not_yet) owner.decisions[slot] = ExportDecision::kNotYet;
+  size_t kept = 0;  // keys in declined slots stay with the owner
+  for (int i = 0; i < 600; ++i) {
+    uint16_t slot = static_cast<uint16_t>(kSlotOf(K("k", i)));
+    kept += owner.decisions.count(slot);
+  }
+  Member::PullResult result = gainer.Pull(endpoint, slots);
+  ASSERT_TRUE(result.ok) << result.failure.reason;
+  EXPECT_EQ(result.slots_done, slots.size() - 20);
+  auto sorted = [](std::vector<uint16_t> v) {
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  EXPECT_EQ(sorted(result.declined.not_held), sorted(not_held));
+  EXPECT_EQ(sorted(result.declined.not_yet), sorted(not_yet));
+  EXPECT_EQ(owner.Size(), kept);
+  EXPECT_EQ(gainer.Size(), 600u - kept);
+  EXPECT_EQ(owner.exporting, static_cast<int>(slots.size() - 20));
+
+  // Every slot declined: the pull completes at once with nothing moved.
+  Member::PullResult none = gainer.Pull(endpoint, not_yet);
+  ASSERT_TRUE(none.ok) << none.failure.reason;
+  EXPECT_EQ(sorted(none.declined.not_yet), sorted(not_yet));
+  EXPECT_EQ(none.slots_done, 0u);
+  EXPECT_EQ(owner.Size(), kept);
+}
+
 // Raw bytes against the owner's port: each bad connection is closed and counted, and a proper
 // pull still works afterwards.
 TEST(HandoffEngineTest, GarbageForgedReplayedTruncatedAndOversizedMessagesAreRejected) {
@@ -508,7 +556,7 @@ TEST(HandoffEngineTest, AbortedPullLeavesTheOwnerWhole) {
   auto future = failed.get_future();
   asio::post(gainer.io, [&] {
     gainer.engine->Pull(
-        endpoint, slots, [](uint16_t) {}, [&] { failed.set_value({}); },
+        endpoint, slots, [](uint16_t) {}, [&](const PullDeclined&) { failed.set_value({}); },
         [&](const PullFailure& failure) { failed.set_value(failure); });
   });
   // Stop the gainer as soon as some keys arrived.

@@ -185,6 +185,14 @@ size_t PeerTracker::HeardCount() const {
   return count;
 }
 
+size_t PeerTracker::DepartedCount() const {
+  size_t count = 0;
+  for (const Peer& peer : peers_) {
+    count += (!peer.self && !peer.alive && peer.announced == MemberState::kLeft) ? 1 : 0;
+  }
+  return count;
+}
+
 std::vector<MemberStatus> PeerTracker::Statuses() const {
   std::vector<MemberStatus> out;
   for (const Peer& peer : peers_) {

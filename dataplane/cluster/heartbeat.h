@@ -84,6 +84,10 @@ class PeerTracker {
   int64_t NextDeadlineNs() const;
   // Members heard (alive), this member included.
   size_t HeardCount() const;
+  // Members that announced `left` and then went silent: they handed everything over and exited,
+  // so they no longer count towards the majority (two disjoint groups still cannot both hold a
+  // majority of the members that remain, and a left member never serves again in that life).
+  size_t DepartedCount() const;
   std::vector<MemberStatus> Statuses() const;
   // The incarnation last heard from member `index` (0 when never).
   uint64_t Incarnation(size_t index) const { return peers_[index].incarnation; }

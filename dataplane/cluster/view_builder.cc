@@ -32,6 +32,9 @@ bool ViewBuilder::FinishMove(uint32_t slot) {
     auto it = std::find(previous_ids_.begin(), previous_ids_.end(), move_peer_[slot]);
     previous_owner_[slot] =
         it == previous_ids_.end() ? kNoOwner : static_cast<uint16_t>(it - previous_ids_.begin());
+  } else {
+    // This member holds the data now: the next Build must not start the import again.
+    previous_owner_[slot] = previous_self_;
   }
   move_[slot] = Move::kNone;
   move_peer_[slot].clear();
@@ -98,17 +101,24 @@ std::unique_ptr<View> ViewBuilder::Build(const Input& input, MoveEvents* events)
 
   // A member's first view: slots it gains from members already serving are a join (imported,
   // or quarantined without a handoff), as if the previous view were theirs without this member.
-  // In a cluster starting from scratch nobody serves yet and every slot is simply owned.
+  // With a handoff engine, members still joining count too: a member cannot tell from one
+  // heartbeat whether a peer that just announced `joining` already holds keys, and the handoff
+  // asks the members that might (an owner with nothing to give declines "not held", and the
+  // slot opens empty), so a cluster starting from scratch costs a round of empty pulls, while
+  // guessing "nobody serves yet" could leave a peer's keys behind. Without a handoff engine a
+  // cluster starting from scratch simply owns every slot.
   if (!have_previous_ && !input.fenced) {
     bool serving[kMaxMembers];
     bool any = false;
     for (size_t i = 0; i < ids.size(); ++i) {
+      MemberState st = view->members[i].state;
       serving[i] = static_cast<int>(i) != input.self && alive[i] &&
-                   view->members[i].state == MemberState::kUp;
+                   (st == MemberState::kUp || (input.handoff && st == MemberState::kJoining));
       any = any || serving[i];
     }
     if (any) {
       previous_ids_.assign(ids.begin(), ids.end());
+      previous_self_ = static_cast<uint16_t>(input.self);
       ComputeOwners(options_.placement_seed, ids, std::span<const bool>(serving, ids.size()),
                     &previous_owner_);
       have_previous_ = true;
@@ -198,13 +208,26 @@ std::unique_ptr<View> ViewBuilder::Build(const Input& input, MoveEvents* events)
   }
 
   // The owner recorded for the next build is the member that holds the slot's data: during an
-  // export that is still this member. A fenced view records nothing: its owners are only what
-  // this member could hear, not who holds the data.
+  // export that is still this member, during an import still the member it comes from (if the
+  // import is cancelled, this member never held the slot and must not hand it on). A fenced view
+  // records nothing: its owners are only what this member could hear, not who holds the data.
   if (!input.fenced) {
     previous_ids_.assign(ids.begin(), ids.end());
+    previous_self_ = static_cast<uint16_t>(self);
     for (uint32_t slot = 0; slot < core::kSlotCount; ++slot) {
-      previous_owner_[slot] =
-          move_[slot] == Move::kExport ? static_cast<uint16_t>(self) : view->owner[slot];
+      switch (move_[slot]) {
+        case Move::kExport:
+          previous_owner_[slot] = static_cast<uint16_t>(self);
+          break;
+        case Move::kImport: {
+          int source = list.IndexOf(move_peer_[slot]);
+          previous_owner_[slot] = source < 0 ? kNoOwner : static_cast<uint16_t>(source);
+          break;
+        }
+        case Move::kNone:
+          previous_owner_[slot] = view->owner[slot];
+          break;
+      }
     }
     have_previous_ = true;
   }

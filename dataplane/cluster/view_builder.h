@@ -85,6 +85,7 @@ class ViewBuilder {
   bool have_previous_ = false;
   std::vector<std::string> previous_ids_;  // member ids of the previous view, by index
   std::array<uint16_t, core::kSlotCount> previous_owner_{};
+  uint16_t previous_self_ = kNoOwner;  // this member's index in previous_ids_
   std::array<Move, core::kSlotCount> move_{};
   std::array<std::string, core::kSlotCount> move_peer_{};
   std::array<int64_t, core::kSlotCount> quarantine_{};
