@@ -260,6 +260,10 @@ def test_leave_hands_the_slots_over_and_reports_left(make_cluster):
     assert v["slots_owned"] == 0 and v["handoff"]["in_flight"] == 0
     assert leaver.http("GET", "/readyz")[0] == 503
     assert leaver.http("GET", "/healthz")[0] == 200  # still running, for the operator to see
+    # The ready file reports the phase too.
+    wait_until(lambda: leaver.ready_file_fields().get("phase") == "left", 2.0,
+               what="the ready file to say left")
+    assert leaver.ready_file_fields()["settled"] == "false"
     # The others stop counting it as an owner and serve its slots; it redirects there.
     def taken_over():
         views = [m.cluster_view() for m in stayers]

@@ -155,6 +155,11 @@ void ClusterControl::RequestLeave() {
   });
 }
 
+bool ClusterControl::Settled() const {
+  return phase_ == Lifecycle::kServing && !views_->current()->fenced &&
+         builder_.progress().in_flight == 0;
+}
+
 std::string ClusterControl::Phase() const {
   switch (phase_) {
     case Lifecycle::kJoining:
@@ -307,6 +312,12 @@ void ClusterControl::Tick() {
     left_.store(true, std::memory_order_release);
   }
   views_->Reclaim();
+  bool settled = Settled();
+  if (on_readiness && (settled != reported_settled_ || phase_ != reported_phase_)) {
+    reported_settled_ = settled;
+    reported_phase_ = phase_;
+    on_readiness(Phase(), settled);
+  }
   // Wake exactly when the next heartbeat is due or the next silent member turns dead (at most
   // kTickMs later), so detection is not late by a tick.
   int64_t next = std::min(std::max(last_send_ns_ + kHeartbeatPeriodMs * 1'000'000,
@@ -530,8 +541,7 @@ AdminResponse ClusterControl::HandleAdmin(const AdminRequest& request) {
   if (path == "/readyz") {
     if (request.method != "GET") return method_not_allowed("GET");
     const View* view = views_->current();
-    bool ready =
-        phase_ == Lifecycle::kServing && !view->fenced && builder_.progress().in_flight == 0;
+    bool ready = Settled();
     return Json(
         ready ? 200 : 503,
         {{"ready", ready}, {"phase", Phase()}, {"fenced", view->fenced}, {"epoch", view->epoch}});

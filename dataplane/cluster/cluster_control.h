@@ -67,6 +67,10 @@ class ClusterControl {
 
   // GET /metrics answers with this; by default the cluster's own gauges (MetricsText).
   std::function<std::string()> metrics_hook;
+  // Called on the control thread whenever the phase or readiness changes (for the ready file).
+  std::function<void(const std::string& phase, bool settled)> on_readiness;
+  // Serving, unfenced, no handoff in flight: what /readyz reports.
+  bool Settled() const;
 
   // Counters of rejected input (heartbeats and admin calls).
   struct Rejections {
@@ -118,6 +122,8 @@ class ClusterControl {
   uint64_t sequence_ = 0;
 
   Lifecycle phase_ = Lifecycle::kJoining;
+  Lifecycle reported_phase_ = Lifecycle::kJoining;
+  bool reported_settled_ = false;
   bool fenced_ = true;
   bool built_first_ = false;
   bool dirty_ = true;

@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -14,6 +15,18 @@ namespace {
 constexpr int64_t kLeaveTimeoutMs = 60'000;
 
 }  // namespace
+
+void WriteReadyFile(const std::string& path, int client_port, const std::string& phase,
+                    bool settled) {
+  // Written whole and renamed into place, so a reader never sees half a file.
+  std::string temporary = path + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << "ready port=" << client_port << " phase=" << phase
+        << " settled=" << (settled ? "true" : "false") << "\n";
+  }
+  std::rename(temporary.c_str(), path.c_str());
+}
 
 std::string PrepareCluster(Config* config, std::optional<cluster::ClusterOptions>* out) {
   cluster::ClusterOptions options;
@@ -83,11 +96,16 @@ std::string ControlThread::Start(const cluster::ClusterOptions& options, const C
   group->tasks().Attach(io_);
   handoff_ = std::make_unique<cluster::HandoffDriver>(io_, *group, group->slot_function(),
                                                       handoff_options, control_.get());
-  const cluster::Member& self =
-      options.members.members[options.members.IndexOf(options.self_id)];
+  const cluster::Member& self = options.members.members[options.members.IndexOf(options.self_id)];
   error = handoff_->Listen(options.bind_address, self.peer_port);
   if (!error.empty()) return error;
   control_->SetHandoff(handoff_.get());
+  if (!config.ready_file.empty()) {
+    control_->on_readiness = [path = config.ready_file, client_port](const std::string& phase,
+                                                                     bool settled) {
+      WriteReadyFile(path, client_port, phase, settled);
+    };
+  }
   admin_ = std::make_unique<AdminHttpServer>(
       io_, [this](const cluster::AdminRequest& request) { return control_->HandleAdmin(request); });
   int port = config.admin_port != 0 ? config.admin_port : client_port + 2;

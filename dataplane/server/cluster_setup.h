@@ -23,6 +23,11 @@
 
 namespace keep::server {
 
+// The ready file (--ready-file): "ready port=P phase=<phase> settled=<true|false>". A single node
+// is settled once it listens; a member once it serves, unfenced, with no handoff in flight.
+void WriteReadyFile(const std::string& path, int client_port, const std::string& phase,
+                    bool settled);
+
 // Loads and checks the member list and secrets; sets the port, shard port base and shard count
 // of `config` from this member's entry. Returns an error message or "".
 std::string PrepareCluster(Config* config, std::optional<cluster::ClusterOptions>* out);

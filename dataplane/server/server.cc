@@ -199,9 +199,13 @@ int RunServer(const std::vector<std::string>& argv, const std::vector<std::strin
   }
   group->Start();
 
-  if (!config.ready_file.empty()) {
-    std::ofstream ready(config.ready_file);
-    ready << "ready port=" << listeners.client_port << "\n";
+  // A member's ready file follows its phase from the control thread; it exists from here on.
+  if (!config.ready_file.empty() && !cluster_options) {
+    WriteReadyFile(config.ready_file, listeners.client_port, "serving", true);
+  } else if (!config.ready_file.empty()) {
+    boost::asio::post(control->io(), [&config, &listeners, c = control->control()] {
+      WriteReadyFile(config.ready_file, listeners.client_port, c->Phase(), c->Settled());
+    });
   }
   std::string quota = budget.quota_cpus ? std::to_string(*budget.quota_cpus) : "none";
   fprintf(stderr,

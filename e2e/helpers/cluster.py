@@ -100,6 +100,7 @@ class Member:
                     continue
         self.proc: subprocess.Popen | None = None
         self.log_path = cluster.log_dir / f"{cluster.name}-{self.id}.log"
+        self.ready_file = cluster.log_dir / f"{cluster.name}-{self.id}.ready"
 
     def entry(self) -> dict:
         e = {"id": self.id, "host": self.host, "client_port": self.client_port,
@@ -117,6 +118,7 @@ class Member:
         c = self.cluster
         argv = [str(keep_bin()), "--bind", self.host, "--members", members,
                 "--member-id", self.id, "--admin-port", str(self.admin_port),
+                "--ready-file", str(self.ready_file),
                 "--slot-hash", c.slot_hash, "--max-lock-ttl", str(c.max_lock_ttl),
                 "--pin", "never"]
         for k, v in c.extra.items():
@@ -201,6 +203,14 @@ class Member:
 
     def ready(self) -> bool:
         return self.http("GET", "/readyz")[0] == 200
+
+    def ready_file_fields(self) -> dict:
+        """The ready file's `key=value` fields (empty while it does not exist)."""
+        try:
+            words = self.ready_file.read_text().split()
+        except FileNotFoundError:
+            return {}
+        return dict(w.split("=", 1) for w in words if "=" in w)
 
     def call(self, *args, timeout: float = 2.0):
         with RawConnection(self.host, self.client_port, timeout=timeout,
