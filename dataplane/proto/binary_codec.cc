@@ -825,9 +825,23 @@ bool EncodeMovedFromResp(std::string* out, uint32_t id, std::string_view line,
   return true;
 }
 
+// A TRYAGAIN that says how long to wait (`... retry in N ms`, the lock quarantine) passes the
+// wait on as BUSY's retry_after_ms, so a client does not spin through its retries meanwhile.
+uint32_t TryAgainRetryMs(std::string_view line) {
+  constexpr std::string_view kPrefix = "retry in ";
+  constexpr std::string_view kSuffix = " ms";
+  size_t at = line.rfind(kPrefix);
+  if (at == std::string_view::npos || !line.ends_with(kSuffix)) return 1;
+  std::string_view digits = line.substr(at + kPrefix.size());
+  digits.remove_suffix(kSuffix.size());
+  int64_t ms = 0;
+  if (!RespInt(digits, &ms) || ms < 1) return 1;
+  return static_cast<uint32_t>(std::min<int64_t>(ms, UINT32_MAX));
+}
+
 void EncodeErrorLine(std::string* out, uint32_t id, std::string_view line, uint64_t view_epoch) {
   if (line.starts_with("MOVED ") && EncodeMovedFromResp(out, id, line, view_epoch)) return;
-  if (line.starts_with("TRYAGAIN")) return EncodeBusy(out, id, 1);
+  if (line.starts_with("TRYAGAIN")) return EncodeBusy(out, id, TryAgainRetryMs(line));
   EncodeErrorText(out, id, StatusForErrorCode(line), line);
 }
 

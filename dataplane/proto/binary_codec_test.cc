@@ -542,6 +542,11 @@ TEST(BinaryTyped, RespErrorsBecomeStatusesWithTheViewEpoch) {
     EXPECT_TRUE(EncodeStatusFromRespError(&out, 9, resp, epoch)) << resp;
     return out;
   };
+  auto tr_busy = [](std::string_view resp) {
+    std::string out;
+    EXPECT_TRUE(EncodeTypedReplyFromResp(&out, 9, Op::kLock, 0, resp)) << resp;
+    return out;
+  };
   std::string expect;
   EncodeMoved(&expect, 9, 12182, 42, "10.0.0.12", 7001);
   EXPECT_EQ(st("-MOVED 12182 10.0.0.12:7001\r\n", 42), expect);
@@ -554,6 +559,23 @@ TEST(BinaryTyped, RespErrorsBecomeStatusesWithTheViewEpoch) {
   expect.clear();
   EncodeErrorText(&expect, 9, Status::kError, "CROSSSLOT Keys in request don't hash");
   EXPECT_EQ(st("-CROSSSLOT Keys in request don't hash\r\n", 42), expect);
+  // The lock quarantine says how long it lasts: BUSY passes it on; other TRYAGAINs say 1 ms.
+  expect.clear();
+  EncodeBusy(&expect, 9, 1331);
+  EXPECT_EQ(st("-TRYAGAIN lock quarantine in effect for this slot, retry in 1331 ms\r\n", 0),
+            expect);
+  EXPECT_EQ(tr_busy("-TRYAGAIN lock quarantine in effect for this slot, retry in 1331 ms\r\n"),
+            expect);
+  for (std::string_view odd :
+       {"-TRYAGAIN retry in 0 ms\r\n", "-TRYAGAIN retry in -5 ms\r\n",
+        "-TRYAGAIN retry in x ms\r\n", "-TRYAGAIN retry in 5\r\n", "-TRYAGAIN retry in  ms\r\n"}) {
+    expect.clear();
+    EncodeBusy(&expect, 9, 1);
+    EXPECT_EQ(st(odd, 0), expect) << odd;
+  }
+  expect.clear();
+  EncodeBusy(&expect, 9, UINT32_MAX);
+  EXPECT_EQ(st("-TRYAGAIN retry in 99999999999 ms\r\n", 0), expect);
   std::string out;
   EXPECT_FALSE(EncodeStatusFromRespError(&out, 9, "+OK\r\n", 1));
   EXPECT_FALSE(EncodeStatusFromRespError(&out, 9, "-MOVED no end", 1));
