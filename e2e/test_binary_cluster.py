@@ -41,12 +41,31 @@ def close(c: Cluster) -> list[str]:
     return c.problems(allowed_exits=(0, -9))
 
 
+def start(c: Cluster) -> Cluster:
+    """Starts the cluster; when it does not settle, the failure shows each member's view and the
+    tail of its log, which is what tells a stuck handoff from a member that never came up."""
+    try:
+        return c.start()
+    except AssertionError as e:
+        views = []
+        for m in c.members:
+            try:
+                v = m.cluster_view()
+                views.append(f"{m.id}: phase={v['phase']} fenced={v['fenced']} epoch={v['epoch']} "
+                             f"members={[x['state'] for x in v['members']]} "
+                             f"owners={v['owners_digest']} handoff={v['handoff']}\n"
+                             f"{m.log_tail(1500)}")
+            except (OSError, AssertionError, ValueError) as error:
+                views.append(f"{m.id}: no view ({error!r})")
+        raise AssertionError(f"{e}\n" + "\n".join(views)) from None
+
+
 @pytest.fixture(scope="module")
 def cluster(server_log_dir):
     """Three members, two shards each, each shard on its own port."""
     c = Cluster(3, server_log_dir, name="binary", shards=2, shard_ports=True)
     try:
-        c.start()
+        start(c)
         yield c
     finally:
         problems = close(c)
@@ -60,7 +79,7 @@ def make_cluster(server_log_dir, request):
     def make(n: int, **kw) -> Cluster:
         c = Cluster(n, server_log_dir, name=request.node.name[:40], shard_ports=True, **kw)
         made.append(c)
-        return c.start()
+        return start(c)
 
     yield make
     problems = []
