@@ -1,6 +1,6 @@
 """Keep's binary protocol against a real keep-server (dataplane/proto/binary_protocol.md).
 
-A small encoder of the spec's frames (below) drives every op, every status a single node can
+A small encoder of the spec's frames (helpers/binary.py) drives every op, every status a single node can
 produce, and bad input: truncated frames, lengths beyond the limits, unknown ops, a preface of the
 wrong version, a wrong HELLO proof, garbage bytes, disconnects mid-frame. After each, the server
 must be alive, other clients (RESP and binary) unharmed, and data intact. The test vectors file
@@ -15,7 +15,6 @@ import hashlib
 import hmac
 import os
 import random
-import select
 import signal
 import socket
 import struct
@@ -25,143 +24,19 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers.binary import (AUTH, COMMAND, DEL, ERROR, EVENT, EXISTS, EXPIRE, EXPIRE_GT,
+                            EXPIRE_LT, EXPIRE_NX, EXPIRE_XX, EXTEND, FIXED_WINDOW, GET, HEARTBEAT,
+                            HELLO, INCR, LOCK, LOCKED, MAX_FRAME, NIL, OK, OOM, PING, PUBLISH, SET,
+                            SET_GET, SET_KEEPTTL, SET_NX, SET_XX, SUBSCRIBE, THROTTLE, TOO_LARGE,
+                            TOPOLOGY, UNLOCK, UNSUBSCRIBE, WRONGTYPE, BUSY, DELPREFIX, BinConn,
+                            command_body, frame, hello_body, i64s, parse_topology, preface, u64)
+from helpers.clients import make_client
 from helpers.server import free_port, keep_bin
 
 pytestmark = [pytest.mark.timeout(90), pytest.mark.keep_only]
 
 REPO = Path(__file__).resolve().parent.parent
 VECTORS = REPO / "dataplane" / "proto" / "binary_test_vectors.txt"
-
-# Ops (binary_protocol.md §4).
-HELLO, PING, GET, SET, DEL, EXISTS, INCR, EXPIRE = 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08
-LOCK, UNLOCK, EXTEND, THROTTLE, FIXED_WINDOW = 0x09, 0x0A, 0x0B, 0x0C, 0x0D
-DELPREFIX, PUBLISH, SUBSCRIBE, UNSUBSCRIBE, TOPOLOGY, COMMAND = 0x0E, 0x0F, 0x10, 0x11, 0x12, 0x13
-# Statuses (§3).
-OK, NIL, ERROR, BUSY, MOVED, FENCED, LOCKED, OOM, WRONGTYPE, TOO_LARGE, AUTH = range(11)
-EVENT, HEARTBEAT, PREFACE = 0x01, 0x02, 0x04
-SET_NX, SET_XX, SET_GET, SET_KEEPTTL = 0x01, 0x02, 0x04, 0x08
-EXPIRE_NX, EXPIRE_XX, EXPIRE_GT, EXPIRE_LT = 0x01, 0x02, 0x04, 0x08
-MAX_FRAME = (1 << 20) + 16 * 1024 * 1024
-
-
-def preface(version: int = 1) -> bytes:
-    return bytes([0, ord("K"), ord("P"), version])
-
-
-def frame(rid: int, op: int, key: bytes = b"", body: bytes = b"", flags: int = 0) -> bytes:
-    return struct.pack("<IIBBH", 8 + len(key) + len(body), rid, op, flags, len(key)) + key + body
-
-
-def u64(v: int) -> bytes:
-    return struct.pack("<Q", v & 0xFFFFFFFFFFFFFFFF)
-
-
-def i64s(body: bytes) -> list[int]:
-    return list(struct.unpack(f"<{len(body) // 8}q", body))
-
-
-def command_body(*args: bytes) -> bytes:
-    out = struct.pack("<I", len(args))
-    for a in args:
-        out += struct.pack("<I", len(a)) + a
-    return out
-
-
-def hello_body(name: bytes = b"e2e", proof: bytes = b"", version: int = 1) -> bytes:
-    return bytes([version, len(name)]) + name + bytes([len(proof)]) + proof
-
-
-class Reply:
-    def __init__(self, rid, status, flags, body):
-        self.id, self.status, self.flags, self.body = rid, status, flags, body
-
-    def __repr__(self):
-        return f"Reply(id={self.id}, status={self.status}, flags={self.flags}, body={self.body!r})"
-
-    @property
-    def int(self) -> int:
-        assert len(self.body) == 8, self
-        return struct.unpack("<q", self.body)[0]
-
-
-class BinConn:
-    """A raw binary-protocol connection with bounded reads."""
-
-    def __init__(self, port: int, host: str = "127.0.0.1", rcvbuf: int | None = None,
-                 send_preface: bool = True):
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        if rcvbuf is not None:
-            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
-        self.sock.settimeout(10)
-        self.sock.connect((host, port))
-        self.buf = b""
-        self.pos = 0
-        self.nonce = b""
-        self.auth_required = False
-        if send_preface:
-            self.sock.sendall(preface())
-            p = self.read()
-            assert p.id == 0 and p.status == OK and p.flags == PREFACE, p
-            assert p.body[0] == 1
-            self.auth_required = p.body[1] == 1
-            self.nonce = p.body[4:20]
-
-    def close(self):
-        self.sock.close()
-
-    def send(self, data: bytes):
-        self.sock.sendall(data)
-
-    def read(self, timeout: float = 5.0) -> Reply | None:
-        """The next frame, or None on EOF; raises TimeoutError after `timeout`."""
-        deadline = time.monotonic() + timeout
-        while True:
-            # `pos` walks the buffer so a large read is not copied once per frame.
-            if len(self.buf) - self.pos >= 12:
-                (length,) = struct.unpack_from("<I", self.buf, self.pos)
-                if len(self.buf) - self.pos >= 4 + length:
-                    rid, status, flags, _ = struct.unpack_from("<IBBH", self.buf, self.pos + 4)
-                    body = bytes(self.buf[self.pos + 12:self.pos + 4 + length])
-                    self.pos += 4 + length
-                    if self.pos == len(self.buf):
-                        self.buf, self.pos = b"", 0
-                    return Reply(rid, status, flags, body)
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError("no frame")
-            ready, _, _ = select.select([self.sock], [], [], left)
-            if not ready:
-                raise TimeoutError("no frame")
-            chunk = self.sock.recv(1 << 20)
-            if not chunk:
-                return None
-            self.buf = self.buf[self.pos:] + chunk
-            self.pos = 0
-
-    def call(self, data: bytes, timeout: float = 5.0) -> Reply:
-        (rid,) = struct.unpack_from("<I", data, 4)
-        self.send(data)
-        while True:
-            r = self.read(timeout)
-            assert r is not None, "connection closed"
-            if r.id == rid and not r.flags & EVENT:
-                return r
-
-    def closed(self, timeout: float = 5.0) -> bool:
-        """True if the server closes the connection (after any frames it sends)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([self.sock], [], [], deadline - time.monotonic())
-            if not ready:
-                return False
-            try:
-                chunk = self.sock.recv(1 << 16)
-            except ConnectionResetError:
-                return True
-            if not chunk:
-                return True
-            self.buf += chunk
-        return False
 
 
 @pytest.fixture
@@ -286,7 +161,7 @@ def test_rate_limits(bconn, fresh):
     assert r.status == ERROR
 
 
-def test_delprefix_publish_topology_command(bconn, fresh):
+def test_delprefix_publish_topology_command(bconn, fresh, keep_server):
     c = bconn()
     for i in range(50):
         fresh.set(f"user:{i}".encode(), b"x")
@@ -295,12 +170,16 @@ def test_delprefix_publish_topology_command(bconn, fresh):
     assert fresh.dbsize() == 1
     assert c.call(frame(2, PUBLISH, b"nobody", b"msg")).int == 0
     r = c.call(frame(3, TOPOLOGY))
-    epoch, n = struct.unpack_from("<QH", r.body)
-    assert (r.status, n) == (OK, 1)  # shard ports off: one endpoint, the client port
-    port, host_len = struct.unpack_from("<HH", r.body, 10)
-    host = r.body[14:14 + host_len]
-    ranges, first, last = struct.unpack_from("<HHH", r.body, 14 + host_len)
-    assert (host, ranges, first, last) == (b"127.0.0.1", 1, 0, 16383)
+    assert r.status == OK
+    topology = parse_topology(r.body)
+    # Shard ports off: one endpoint, the client port, owning every slot; one member, no id.
+    assert (topology.epoch, topology.flags, topology.self_index) == (0, 0, 0)
+    assert len(topology.endpoints) == 1
+    endpoint = topology.endpoints[0]
+    assert (endpoint.host, endpoint.port, endpoint.ranges) == ("127.0.0.1", keep_server.port,
+                                                               [(0, 16383)])
+    assert [(m.id, m.host, m.client_port, m.state, m.endpoints) for m in topology.members] == \
+        [("", "127.0.0.1", endpoint.port, "up", [endpoint])]
     r = c.call(frame(4, COMMAND, body=command_body(b"ECHO", b"hi")))
     assert (r.status, r.body) == (OK, b"$2\r\nhi\r\n")
     r = c.call(frame(5, COMMAND, body=command_body(b"MSET", b"a", b"1", b"b", b"2")))
@@ -337,20 +216,14 @@ def test_topology_with_shard_ports(server_factory):
     try:
         r = c.call(frame(1, TOPOLOGY))
         assert r.status == OK
-        _epoch, n = struct.unpack_from("<QH", r.body)
-        assert n == 2
-        off, ports, slots = 10, [], 0
-        for _ in range(n):
-            port, host_len = struct.unpack_from("<HH", r.body, off)
-            off += 4 + host_len
-            (ranges,) = struct.unpack_from("<H", r.body, off)
-            off += 2
-            for _ in range(ranges):
-                first, last = struct.unpack_from("<HH", r.body, off)
-                off += 4
-                slots += last - first + 1
-            ports.append(port)
-        assert ports == [base, base + 1] and slots == 16384
+        topology = parse_topology(r.body)
+        assert [e.port for e in topology.endpoints] == [base, base + 1]
+        # Shard i owns the slots with slot mod 2 == i.
+        for i, e in enumerate(topology.endpoints):
+            assert e.ranges == [(slot, slot) for slot in range(i, 16384, 2)]
+        assert len(topology.members) == 1
+        assert topology.members[0].client_port == server.port
+        assert topology.members[0].endpoints == topology.endpoints
         # The shard ports speak binary too.
         d = BinConn(base + 1)
         assert d.call(frame(1, PING)).body == b"PONG"
@@ -555,6 +428,86 @@ def test_value_over_proto_max_bulk_len_is_too_large(server_factory):
         assert c.call(frame(5, SET, b"big", u64(0) + value[:1000])).status == OK
     finally:
         c.close()
+
+
+OOM_TEXT = b"OOM command not allowed when used memory > 'maxmemory'."
+# Keys starting with 'l' may not be evicted: over the cap their writes are refused.
+NONE_CLASS = """
+[[key_class]]
+name = "ledger"
+bytes = "l"
+policy = "none"
+"""
+
+
+def test_oom_status_when_a_none_class_is_full(server_factory, tmp_path):
+    """A `none` key class filled past a small --maxmemory: a binary SET answers OOM with Redis's
+    text (INCR too; COMMAND carries the RESP error), while reads, DEL and PING go on working on
+    the same connection, and other binary and RESP clients are unharmed."""
+    config = tmp_path / "keep.toml"
+    config.write_text(NONE_CLASS)
+    server = server_factory("keep-bin-oom", maxmemory="4mb", config=str(config))
+    c = BinConn(server.port)
+    other = BinConn(server.port)
+    resp = make_client(server)
+    try:
+        value = b"v" * 1000
+        stored, refused, rid = [], None, 0
+        # 4 MiB of 1 KB values is about 4000 keys; stop at the first refusal (bounded anyway).
+        for first in range(0, 20000, 200):
+            keys = [f"l:{i}".encode() for i in range(first, first + 200)]
+            c.send(b"".join(frame(rid + 1 + j, SET, k, u64(0) + value)
+                            for j, k in enumerate(keys)))
+            replies = {}
+            for _ in keys:
+                r = c.read(timeout=10)
+                replies[r.id] = r
+            for j, k in enumerate(keys):
+                r = replies[rid + 1 + j]
+                if r.status == OK:
+                    stored.append(k)
+                elif refused is None:
+                    refused = r
+            rid += len(keys)
+            if refused is not None:
+                break
+        assert refused is not None, "no OOM after 20000 SETs of 1 KB under a 4 MB cap"
+        assert (refused.status, refused.body) == (OOM, OOM_TEXT), refused
+        assert len(stored) > 1000
+        info = resp.info("memory")
+        assert info["used_memory"] >= 0.9 * info["maxmemory"]
+
+        r = c.call(frame(rid + 1, SET, b"l:new", u64(0) + b"x"))
+        assert (r.status, r.body) == (OOM, OOM_TEXT)
+        r = c.call(frame(rid + 2, INCR, b"l:counter", u64(1) + u64(0)))
+        assert (r.status, r.body) == (OOM, OOM_TEXT)
+        # COMMAND runs the command and carries its reply, the RESP error included.
+        r = c.call(frame(rid + 3, COMMAND, body=command_body(b"SET", b"l:new", b"x")))
+        assert (r.status, r.body) == (OK, b"-" + OOM_TEXT + b"\r\n")
+        # Reads, EXISTS, DEL and PING still work on the connection that was refused.
+        assert c.call(frame(rid + 4, GET, stored[0])).body == value
+        assert c.call(frame(rid + 5, GET, b"l:new")).status == NIL
+        assert c.call(frame(rid + 6, EXISTS, stored[-1])).int == 1
+        assert c.call(frame(rid + 7, PING)).body == b"PONG"
+        # Other clients: a binary reader, and RESP, which gets the same error for a write.
+        assert other.call(frame(1, GET, stored[1])).body == value
+        assert resp.get(stored[2]) == value
+        with pytest.raises(Exception) as error:
+            resp.set(b"l:resp", b"x")
+        assert str(error.value).encode() == OOM_TEXT
+        # Deleting makes room: the refused write goes through afterwards.
+        for first in range(0, len(stored), 200):
+            batch = stored[first:first + 200]
+            c.send(b"".join(frame(100000 + i, DEL, k) for i, k in enumerate(batch)))
+            for _ in batch:
+                assert c.read(timeout=10).int == 1
+        r = c.call(frame(rid + 8, SET, b"l:new", u64(0) + b"x"))
+        assert r.status == OK, r
+        assert other.call(frame(2, GET, b"l:new")).body == b"x"
+    finally:
+        c.close()
+        other.close()
+        resp.close()
 
 
 # ---- Bad input -------------------------------------------------------------------------------

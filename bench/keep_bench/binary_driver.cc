@@ -1,5 +1,7 @@
 #include "bench/keep_bench/binary_driver.h"
 
+#include <sys/prctl.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -14,6 +16,7 @@
 #include "bench/keep_bench/driver.h"
 #include "bench/keep_bench/histogram.h"
 #include "bench/keep_bench/report.h"
+#include "bench/keep_bench/schedule.h"
 #include "bench/keep_bench/workload.h"
 #include "dataplane/client/keep_client.h"
 
@@ -76,8 +79,12 @@ struct Caller {
   int socket = 0;
   Rng rng{0};
   std::string token;  // lock owner
-  int inflight = 0;
+  int inflight = 0;   // -1 once the caller has finished
   bool done = false;
+  // Open loop: this caller's share of the --rate stream and the next request of it to send.
+  OpenLoopSchedule schedule;
+  uint64_t next_k = 0;
+  bool schedule_done = false;
 };
 
 class LoadThread {
@@ -91,7 +98,10 @@ class LoadThread {
         mix_(Mix(o)),
         width_(KeyWidth(o.keys)),
         value_(o.value_size, 'v'),
-        drain_timer_(io_) {
+        open_loop_(o.rate > 0),
+        pipeline_(std::max(1, o.pipeline)),
+        drain_timer_(io_),
+        tick_(io_) {
     for (const Pick& p : mix_) total_weight_ += p.weight;
   }
 
@@ -111,6 +121,7 @@ class LoadThread {
     c.socket = socket;
     c.rng = Rng(o_.seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(index) + 1);
     c.token = "bench-" + std::to_string(index);
+    if (open_loop_) c.schedule = OpenLoopSchedule(clock_.start_ns, o_.rate, o_.connections, index);
     callers_.push_back(std::move(c));
   }
 
@@ -126,8 +137,16 @@ class LoadThread {
       });
     }
     remaining_ = static_cast<int>(callers_.size());
-    for (Caller& c : callers_) {
-      for (int i = 0; i < std::max(1, o_.pipeline); ++i) Issue(c);
+    if (open_loop_) {
+      // The default 50 us timer slack would delay every scheduled send by up to that much.
+      prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+      int64_t now = NowNs();
+      for (Caller& c : callers_) Fill(c, now);
+      ArmTick();
+    } else {
+      for (Caller& c : callers_) {
+        for (int i = 0; i < pipeline_; ++i) Issue(c);
+      }
     }
     if (o_.requests == 0) {
       auto end = std::chrono::nanoseconds(clock_.measure_end_ns - NowNs() + kDrainNs);
@@ -144,8 +163,17 @@ class LoadThread {
   void Stop() {
     if (stopped_) return;
     stopped_ = true;
-    for (Caller& c : callers_) stats_->unfinished += static_cast<uint64_t>(std::max(0, c.inflight));
+    int64_t now = NowNs();
+    for (Caller& c : callers_) {
+      stats_->unfinished += static_cast<uint64_t>(std::max(0, c.inflight));
+      // Open loop: requests that were due inside the window but never left are queueing too.
+      if (open_loop_ && !c.schedule_done && stats_->fatal.empty()) {
+        uint64_t due = c.schedule.DueBy(std::min(now, clock_.measure_end_ns - 1));
+        if (due > c.next_k) stats_->unfinished += due - c.next_k;
+      }
+    }
     drain_timer_.cancel();
+    tick_.cancel();
     for (auto& socket : sockets_) socket->Close();
   }
 
@@ -167,6 +195,7 @@ class LoadThread {
     return mix_.back().op;
   }
 
+  // Closed loop: the caller's next request, now, unless the run is over for it.
   void Issue(Caller& c) {
     if (stopped_ || c.inflight < 0) return;
     int64_t now = NowNs();
@@ -176,6 +205,60 @@ class LoadThread {
       CallerIdle(c);
       return;
     }
+    Send(c, now, measured);
+  }
+
+  // Open loop (as the RESP driver, schedule.h): sends every request of the caller's schedule
+  // that is due at `now`, at most --pipeline in flight; one that is due while the caller is full
+  // waits, and its latency still counts from its intended time.
+  void Fill(Caller& c, int64_t now) {
+    if (stopped_ || c.inflight < 0) return;
+    while (!c.schedule_done && c.inflight < pipeline_) {
+      int64_t intended = c.schedule.Intended(c.next_k);
+      bool measured = intended >= clock_.measure_start_ns;
+      if (intended >= clock_.measure_end_ns || (o_.requests > 0 && measured && issued_ >= quota_)) {
+        c.schedule_done = true;
+        break;
+      }
+      if (intended > now) break;
+      ++c.next_k;
+      Send(c, intended, measured);
+      if (stopped_) return;
+    }
+    if (c.schedule_done) {
+      // Finishes the caller once its last reply is in (CallerIdle waits for inflight == 0).
+      c.done = true;
+      CallerIdle(c);
+    }
+  }
+
+  // When `c` next has a request to send, or INT64_MAX.
+  int64_t NextDue(const Caller& c) const {
+    if (c.schedule_done || c.inflight < 0 || c.inflight >= pipeline_) return INT64_MAX;
+    return c.schedule.Intended(c.next_k);
+  }
+
+  // Arms the tick for the earliest due request of any caller.
+  void ArmTick() {
+    int64_t wake = INT64_MAX;
+    for (const Caller& c : callers_) wake = std::min(wake, NextDue(c));
+    ArmTickAt(wake);
+  }
+
+  void ArmTickAt(int64_t wake) {
+    if (stopped_ || wake == INT64_MAX || wake >= tick_at_) return;
+    tick_at_ = wake;
+    tick_.expires_after(std::chrono::nanoseconds(std::max<int64_t>(0, wake - NowNs())));
+    tick_.async_wait([this](const boost::system::error_code& ec) {
+      if (ec) return;
+      tick_at_ = INT64_MAX;
+      int64_t now = NowNs();
+      for (Caller& c : callers_) Fill(c, now);
+      ArmTick();
+    });
+  }
+
+  void Send(Caller& c, int64_t now, bool measured) {
     if (measured) ++issued_;
     ++c.inflight;
     uint64_t index = picker_.Pick(c.rng);
@@ -209,9 +292,10 @@ class LoadThread {
           bool created = r.ok() && r.status == Status::kOk && kc::BodyInt(r) == 1;
           if (created && !stopped_) {
             Count(c, now, measured, r);
+            int64_t sent = NowNs();
             socket.AsyncExpire(
                 key, Workload::kCounterWindowMs, 0,
-                [this, &c, now, measured](Result e) { OnReply(c, now, measured, true, e); });
+                [this, &c, sent, measured](Result e) { OnReply(c, sent, measured, true, e); });
             return;
           }
           OnReply(c, now, measured, false, r);
@@ -228,8 +312,9 @@ class LoadThread {
                          [this, &c, now, measured, key, &socket](Result r) {
                            if (r.ok() && r.status == Status::kOk && !stopped_) {
                              Count(c, now, measured, r);
-                             socket.AsyncUnlock(key, c.token, [this, &c, now, measured](Result u) {
-                               OnReply(c, now, measured, true, u);
+                             int64_t sent = NowNs();
+                             socket.AsyncUnlock(key, c.token, [this, &c, sent, measured](Result u) {
+                               OnReply(c, sent, measured, true, u);
                              });
                              return;
                            }
@@ -264,12 +349,15 @@ class LoadThread {
     return true;
   }
 
+  // `start_ns`: when the request was sent (closed loop, follow-ups) or intended (open loop).
   void OnReply(Caller& c, int64_t start_ns, bool measured, bool follow_up, const Result& r) {
     if (stopped_) return;
     if (follow_up && measured) ++stats_->follow_ups;
-    if (!Count(c, follow_up ? NowNs() : start_ns, measured, r)) return;
+    if (!Count(c, start_ns, measured, r)) return;
     --c.inflight;
-    Issue(c);
+    if (!open_loop_) return Issue(c);
+    Fill(c, NowNs());
+    ArmTickAt(NextDue(c));
   }
 
   const Options& o_;
@@ -281,8 +369,13 @@ class LoadThread {
   uint32_t total_weight_ = 0;
   int width_;
   std::string value_;
+  const bool open_loop_;
+  const int pipeline_;
   boost::asio::io_context io_;
   boost::asio::steady_timer drain_timer_;
+  // Open loop: fires when the earliest scheduled request is due (tick_at_, INT64_MAX: unarmed).
+  boost::asio::steady_timer tick_;
+  int64_t tick_at_ = INT64_MAX;
   std::vector<std::shared_ptr<kc::Connection>> sockets_;
   std::vector<Caller> callers_;
   ThreadStats* stats_ = nullptr;
@@ -345,10 +438,6 @@ std::string BinaryUnsupported(const Options& o) {
       o.lock_release == LockRelease::kLua) {
     return "--protocol binary: the Lua lock release has no binary op (LOCK/UNLOCK are the native "
            "form: use --lock-release native)";
-  }
-  if (o.rate > 0) {
-    return "--protocol binary: the open loop (--rate) is not available over libkeep; use the "
-           "closed loop";
   }
   return "";
 }

@@ -1,8 +1,10 @@
 // keep-bench over Keep's binary protocol, through libkeep (dataplane/client/keep_client.h): what an
 // application using the client library gets. --connections concurrent callers, each keeping
-// --pipeline requests in flight (closed loop), share --sockets libkeep connections; with batching
-// on (libkeep's default) the requests of callers on one connection that queue while a write is in
-// flight leave together in the next write. Each thread runs its own io_context over its sockets.
+// --pipeline requests in flight (closed loop) or sending its share of the --rate stream on the
+// open-loop schedule (schedule.h) with at most --pipeline in flight, share --sockets libkeep
+// connections; with batching on (libkeep's default) the requests of callers on one connection
+// that queue while a write is in flight leave together in the next write. Each thread runs its
+// own io_context over its sockets, with one timer for the open loop's next due request.
 #pragma once
 
 #include <string>
@@ -11,8 +13,7 @@
 
 namespace keep::bench {
 
-// Empty when the workload maps onto binary ops; else why it does not (the Lua recipes, the open
-// loop).
+// Empty when the workload maps onto binary ops; else why it does not (the Lua recipes).
 std::string BinaryUnsupported(const Options& options);
 
 // Populates (when asked), runs the load and prints the results like the RESP path. Returns the

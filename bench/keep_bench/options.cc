@@ -290,8 +290,9 @@ Target
   --port P                 server port (default 6379)
   --protocol resp|binary   wire protocol (default resp). binary goes through libkeep: the
                            --connections are concurrent callers (each --pipeline requests in
-                           flight) sharing --sockets libkeep connections (default one per
-                           thread); ping get set mixed incr, ratelimit/lock/coord native
+                           flight, or its share of --rate) sharing --sockets libkeep connections
+                           (default one per thread); ping get set mixed incr,
+                           ratelimit/lock/coord native
   --no-batching            binary: one write per request instead of libkeep's batching
   --sockets S              binary: libkeep connections the callers share (caller i on i % S)
 Load shape

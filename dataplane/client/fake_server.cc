@@ -302,6 +302,14 @@ std::string FakeServer::Handle(std::string_view frame, std::string_view nonce, b
       for (auto& [sub, seq] : *subs) bin::EncodeEvent(extra, sub, ++seq, r.key, r.body);
       bin::EncodeInt(&out, r.id, static_cast<int64_t>(subs->size()));
       break;
+    case bin::Op::kTopology: {
+      // A single node: this server's port owns every slot.
+      bin::Topology topology;
+      topology.endpoints.push_back({"127.0.0.1", port_, {{0, bin::kSlotCount - 1}}});
+      topology.members.push_back({"", "127.0.0.1", port_, bin::MemberState::kUp, 0, 1});
+      bin::EncodeTopologyReply(&out, r.id, topology);
+      break;
+    }
     case bin::Op::kCommand: {
       std::vector<std::string_view> args;
       if (!bin::ParseCommand(r.body, 1024, &args)) {

@@ -445,6 +445,9 @@ void Connection::AsyncPublish(std::string_view channel, std::string_view message
   Send([=](std::string* out, uint32_t id) { bin::EncodePublish(out, id, channel, message); },
        std::move(h));
 }
+void Connection::AsyncTopology(Handler h) {
+  Send([](std::string* out, uint32_t id) { bin::EncodeTopology(out, id); }, std::move(h));
+}
 void Connection::AsyncCommand(const std::vector<std::string>& args, Handler h) {
   Send(
       [&args](std::string* out, uint32_t id) {
@@ -638,6 +641,43 @@ void SyncClient::Unsubscribe(uint32_t subscription_id) {
 
 std::string SyncClient::Command(const std::vector<std::string>& args) {
   return CallOrThrow([&](Connection& c, Handler h) { c.AsyncCommand(args, std::move(h)); }).body;
+}
+
+client::Topology SyncClient::Topology() {
+  Result r = CallOrThrow([](Connection& c, Handler h) { c.AsyncTopology(std::move(h)); });
+  client::Topology topology;
+  if (!ParseTopologyBody(r.body, &topology)) {
+    throw Error(ErrorKind::kProtocol, Status::kError, "malformed TOPOLOGY reply");
+  }
+  return topology;
+}
+
+bool ParseTopologyBody(std::string_view body, Topology* topology) {
+  bin::Topology parsed;
+  if (!bin::ParseTopology(body, &parsed)) return false;
+  topology->view_epoch = parsed.view_epoch;
+  topology->cluster = (parsed.flags & bin::kTopologyCluster) != 0;
+  topology->fenced = (parsed.flags & bin::kTopologyFenced) != 0;
+  topology->self = parsed.self;
+  topology->endpoints.clear();
+  for (const bin::Endpoint& e : parsed.endpoints) {
+    topology->endpoints.push_back({std::string(e.host), e.port, e.slot_ranges});
+  }
+  topology->members.clear();
+  for (const bin::TopologyMember& m : parsed.members) {
+    topology->members.push_back({std::string(m.id), std::string(m.host), m.client_port, m.state,
+                                 m.first_endpoint, m.endpoint_count});
+  }
+  return true;
+}
+
+std::optional<Endpoint> Topology::EndpointFor(uint16_t slot) const {
+  for (const ShardEndpoint& e : endpoints) {
+    for (auto [first, last] : e.slot_ranges) {
+      if (first <= slot && slot <= last) return Endpoint{e.host, e.port};
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace keep::client

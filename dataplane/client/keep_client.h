@@ -124,6 +124,35 @@ class SingleEndpointRouter : public Router {
 // HMAC-SHA256(secret, nonce): the HELLO proof.
 std::string HelloProof(std::string_view secret, std::string_view nonce);
 
+// A TOPOLOGY reply with owned strings: what a router needs to send each slot to its shard.
+struct Topology {
+  struct ShardEndpoint {
+    std::string host;
+    uint16_t port = 0;
+    std::vector<std::pair<uint16_t, uint16_t>> slot_ranges;  // inclusive
+  };
+  struct Member {
+    std::string id;  // empty on a single node
+    std::string host;
+    uint16_t client_port = 0;
+    proto::binary::MemberState state = proto::binary::MemberState::kUp;
+    size_t first_endpoint = 0;  // its endpoints: endpoints[first_endpoint, + endpoint_count)
+    size_t endpoint_count = 0;
+  };
+  uint64_t view_epoch = 0;  // 0 on a single node
+  bool cluster = false;     // answered from a cluster view
+  bool fenced = false;      // the answering member is fenced
+  size_t self = 0;          // the answering member, an index into `members`
+  std::vector<ShardEndpoint> endpoints;
+  std::vector<Member> members;
+
+  // The endpoint listed for `slot`, or nullopt when none is (a slot with no live owner).
+  std::optional<client::Endpoint> EndpointFor(uint16_t slot) const;
+};
+
+// Parses a TOPOLOGY reply body; false when it is malformed.
+bool ParseTopologyBody(std::string_view body, Topology* topology);
+
 // All methods must be called on the io_context's thread (SyncClient posts for you).
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
@@ -157,6 +186,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
                         Handler h);
   void AsyncPublish(std::string_view channel, std::string_view message, Handler h);
   void AsyncCommand(const std::vector<std::string>& args, Handler h);
+  // The reply body parses with ParseTopologyBody.
+  void AsyncTopology(Handler h);
   // `done` gets the SUBSCRIBE reply; on success *subscription_id (passed to `done` via the
   // result body's u64 current number) is the request id, also returned here.
   uint32_t AsyncSubscribe(std::string_view channel, bool pattern, EventHandler on_event,
@@ -258,6 +289,8 @@ class SyncClient {
   void Unsubscribe(uint32_t subscription_id);
   // Any RESP command; returns the RESP reply bytes (error replies included, as bytes).
   std::string Command(const std::vector<std::string>& args);
+  // The server's TOPOLOGY: its cluster view, or its own shards on a single node.
+  client::Topology Topology();
 
   // Runs `fn` on the client's thread against the connection and waits for its Result.
   Result Call(std::function<void(Connection&, Handler)> fn);

@@ -127,6 +127,37 @@ TEST(KeepClient, ErrorsCarryStatusAndMessage) {
   }
 }
 
+TEST(KeepClient, Topology) {
+  FakeServer server(Fake());
+  SyncClient client(OptionsFor(server));
+  Topology t = client.Topology();
+  EXPECT_FALSE(t.cluster);
+  EXPECT_EQ(t.view_epoch, 0u);
+  ASSERT_EQ(t.members.size(), 1u);
+  EXPECT_EQ(t.members[0].endpoint_count, 1u);
+  ASSERT_EQ(t.endpoints.size(), 1u);
+  EXPECT_EQ(t.EndpointFor(0), (Endpoint{"127.0.0.1", server.port()}));
+  EXPECT_EQ(t.EndpointFor(16383), (Endpoint{"127.0.0.1", server.port()}));
+
+  // The spec's vector: two members, the second down, half the slots each.
+  auto vectors = LoadVectors();
+  std::string_view frame = vectors["rep_topology"];
+  ASSERT_GT(frame.size(), bin::kFrameHeaderSize);
+  std::string_view body = frame.substr(bin::kFrameHeaderSize);
+  ASSERT_TRUE(ParseTopologyBody(body, &t));
+  EXPECT_TRUE(t.cluster);
+  EXPECT_FALSE(t.fenced);
+  EXPECT_EQ(t.view_epoch, 7u);
+  ASSERT_EQ(t.members.size(), 2u);
+  EXPECT_EQ(t.members[1].id, "b");
+  EXPECT_EQ(t.members[1].state, bin::MemberState::kDown);
+  EXPECT_EQ(t.EndpointFor(8191), (Endpoint{"10.0.0.1", 7101}));
+  EXPECT_EQ(t.EndpointFor(8192), (Endpoint{"10.0.0.2", 7201}));
+  EXPECT_FALSE(ParseTopologyBody(body.substr(0, body.size() - 1), &t));
+  t.endpoints[0].slot_ranges.clear();
+  EXPECT_EQ(t.EndpointFor(5), std::nullopt);
+}
+
 TEST(KeepClient, RetriesBusyWithBackoff) {
   FakeServer server(Fake());
   SyncClient client(OptionsFor(server));

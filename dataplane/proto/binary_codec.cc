@@ -459,6 +459,19 @@ void EncodeTopologyReply(std::string* out, uint32_t id, const Topology& topology
       PutU16(out, last);
     }
   }
+  PutU8(out, topology.flags);
+  PutU16(out, topology.self);
+  PutU16(out, static_cast<uint16_t>(topology.members.size()));
+  for (const TopologyMember& m : topology.members) {
+    PutU16(out, static_cast<uint16_t>(m.id.size()));
+    out->append(m.id);
+    PutU16(out, static_cast<uint16_t>(m.host.size()));
+    out->append(m.host);
+    PutU16(out, m.client_port);
+    PutU8(out, static_cast<uint8_t>(m.state));
+    PutU16(out, m.first_endpoint);
+    PutU16(out, m.endpoint_count);
+  }
   EndFrame(out, start);
 }
 
@@ -592,10 +605,31 @@ bool ParseTopology(std::string_view body, Topology* topology) {
     for (uint16_t j = 0; j < ranges && r.ok(); ++j) {
       uint16_t first = r.U16();
       uint16_t last = r.U16();
+      if (r.ok() && (first > last || last >= kSlotCount)) return false;
       e.slot_ranges.emplace_back(first, last);
     }
     topology->endpoints.push_back(std::move(e));
   }
+  topology->flags = r.U8();
+  topology->self = r.U16();
+  uint16_t m = r.U16();
+  topology->members.clear();
+  for (uint16_t i = 0; i < m && r.ok(); ++i) {
+    TopologyMember member;
+    member.id = r.Bytes(r.U16());
+    member.host = r.Bytes(r.U16());
+    member.client_port = r.U16();
+    uint8_t state = r.U8();
+    member.first_endpoint = r.U16();
+    member.endpoint_count = r.U16();
+    if (state > kMaxMemberState ||
+        static_cast<size_t>(member.first_endpoint) + member.endpoint_count > n) {
+      return false;
+    }
+    member.state = static_cast<MemberState>(state);
+    topology->members.push_back(member);
+  }
+  if (m > 0 && topology->self >= m) return false;
   return r.ok();
 }
 
@@ -770,8 +804,10 @@ Status StatusForErrorCode(std::string_view text) {
   return Status::kError;
 }
 
-// `-MOVED slot host:port` (RESP carries no view epoch: 0 tells the client to fetch TOPOLOGY).
-bool EncodeMovedFromResp(std::string* out, uint32_t id, std::string_view line) {
+// `-MOVED slot host:port`. RESP carries no view epoch; the caller passes the one it knows (0
+// tells the client to fetch TOPOLOGY).
+bool EncodeMovedFromResp(std::string* out, uint32_t id, std::string_view line,
+                         uint64_t view_epoch) {
   std::string_view rest = line.substr(std::min(line.size(), sizeof("MOVED")));
   size_t space = rest.find(' ');
   if (space == std::string_view::npos) return false;
@@ -784,12 +820,41 @@ bool EncodeMovedFromResp(std::string* out, uint32_t id, std::string_view line) {
       port > 0xffff) {
     return false;
   }
-  EncodeMoved(out, id, static_cast<uint16_t>(slot), 0, endpoint.substr(0, colon),
+  EncodeMoved(out, id, static_cast<uint16_t>(slot), view_epoch, endpoint.substr(0, colon),
               static_cast<uint16_t>(port));
   return true;
 }
 
+// A TRYAGAIN that says how long to wait (`... retry in N ms`, the lock quarantine) passes the
+// wait on as BUSY's retry_after_ms, so a client does not spin through its retries meanwhile.
+uint32_t TryAgainRetryMs(std::string_view line) {
+  constexpr std::string_view kPrefix = "retry in ";
+  constexpr std::string_view kSuffix = " ms";
+  size_t at = line.rfind(kPrefix);
+  if (at == std::string_view::npos || !line.ends_with(kSuffix)) return 1;
+  std::string_view digits = line.substr(at + kPrefix.size());
+  digits.remove_suffix(kSuffix.size());
+  int64_t ms = 0;
+  if (!RespInt(digits, &ms) || ms < 1) return 1;
+  return static_cast<uint32_t>(std::min<int64_t>(ms, UINT32_MAX));
+}
+
+void EncodeErrorLine(std::string* out, uint32_t id, std::string_view line, uint64_t view_epoch) {
+  if (line.starts_with("MOVED ") && EncodeMovedFromResp(out, id, line, view_epoch)) return;
+  if (line.starts_with("TRYAGAIN")) return EncodeBusy(out, id, TryAgainRetryMs(line));
+  EncodeErrorText(out, id, StatusForErrorCode(line), line);
+}
+
 }  // namespace
+
+bool EncodeStatusFromRespError(std::string* out, uint32_t id, std::string_view resp,
+                               uint64_t view_epoch) {
+  std::string_view line;
+  size_t next = 0;
+  if (resp.empty() || resp[0] != '-' || !RespLine(resp, &line, &next)) return false;
+  EncodeErrorLine(out, id, line, view_epoch);
+  return true;
+}
 
 bool EncodeTypedReplyFromResp(std::string* out, uint32_t id, Op op, uint8_t flags,
                               std::string_view resp) {
@@ -812,12 +877,7 @@ bool EncodeTypedReplyFromResp(std::string* out, uint32_t id, Op op, uint8_t flag
       EncodeOk(out, id, op == Op::kSet ? std::string_view() : line);
       return true;
     case '-':
-      if (line.starts_with("MOVED ") && EncodeMovedFromResp(out, id, line)) return true;
-      if (line.starts_with("TRYAGAIN")) {
-        EncodeBusy(out, id, 1);
-        return true;
-      }
-      EncodeErrorText(out, id, StatusForErrorCode(line), line);
+      EncodeErrorLine(out, id, line, 0);
       return true;
     case ':': {
       int64_t v = 0;

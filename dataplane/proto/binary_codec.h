@@ -22,6 +22,8 @@ inline constexpr size_t kFrameHeaderSize = 4 + kHeaderAfterLength;
 inline constexpr size_t kMaxKeyLen = 0xffff;
 // Ids 1..2^32-1 are the client's; 0 is connection-level frames (server preface, fatal errors).
 inline constexpr uint32_t kConnectionId = 0;
+// Keys map to slots 0..kSlotCount-1 (TOPOLOGY's ranges, MOVED's slot).
+inline constexpr uint32_t kSlotCount = 16384;
 
 enum class Op : uint8_t {
   kHello = 0x01,
@@ -288,9 +290,27 @@ struct Endpoint {
   uint16_t port = 0;
   std::vector<std::pair<uint16_t, uint16_t>> slot_ranges;  // inclusive
 };
+// TOPOLOGY reply flags.
+inline constexpr uint8_t kTopologyCluster = 0x01;  // answered from the member's cluster view
+inline constexpr uint8_t kTopologyFenced = 0x02;   // the answering member is fenced
+// A member's state in TOPOLOGY (the codes of cluster::MemberState).
+enum class MemberState : uint8_t { kJoining = 0, kUp = 1, kLeaving = 2, kLeft = 3, kDown = 4 };
+inline constexpr uint8_t kMaxMemberState = 4;
+struct TopologyMember {
+  std::string_view id;  // empty on a single node
+  std::string_view host;
+  uint16_t client_port = 0;
+  MemberState state = MemberState::kUp;
+  // This member's endpoints are Topology::endpoints[first_endpoint, first_endpoint + count).
+  uint16_t first_endpoint = 0;
+  uint16_t endpoint_count = 0;
+};
 struct Topology {
   uint64_t view_epoch = 0;
   std::vector<Endpoint> endpoints;
+  uint8_t flags = 0;
+  uint16_t self = 0;  // index of the answering member in `members`
+  std::vector<TopologyMember> members;
 };
 
 // Each returns false when the body does not have exactly the op's layout.
@@ -338,5 +358,12 @@ bool TypedToCommand(const RequestView& request, CommandScratch* scratch, Status*
 // caller answers ERROR).
 bool EncodeTypedReplyFromResp(std::string* out, uint32_t id, Op op, uint8_t flags,
                               std::string_view resp);
+
+// Translates a RESP error reply (`-CODE text\r\n`) into its status frame as above: `-MOVED slot
+// host:port` -> MOVED carrying `view_epoch` (0 when the caller does not know the view that
+// answered), `-TRYAGAIN` -> BUSY (1 ms), codes -> statuses, else ERROR. False if `resp` is not
+// an error reply.
+bool EncodeStatusFromRespError(std::string* out, uint32_t id, std::string_view resp,
+                               uint64_t view_epoch);
 
 }  // namespace keep::proto::binary

@@ -149,7 +149,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ParseServerPreface(r.body, &preface);
     ParseHelloReply(r.body, &hello);
     if (ParseEvent(r, &event)) Check(Inside(event.message, r.body));
-    ParseTopology(r.body, &topology);
+    if (ParseTopology(r.body, &topology)) {
+      // What parses is consistent, and encodes back to the bytes it came from (trailing bytes
+      // aside).
+      for (const Endpoint& e : topology.endpoints) {
+        Check(Inside(e.host, r.body));
+        for (auto [first, last] : e.slot_ranges) Check(first <= last && last < kSlotCount);
+      }
+      for (const TopologyMember& m : topology.members) {
+        Check(Inside(m.id, r.body) && Inside(m.host, r.body));
+        Check(m.first_endpoint + m.endpoint_count <= topology.endpoints.size());
+      }
+      Check(topology.members.empty() || topology.self < topology.members.size());
+      std::string again;
+      EncodeTopologyReply(&again, r.id, topology);
+      Check(r.body.starts_with(std::string_view(again).substr(kFrameHeaderSize)));
+    }
     offset += consumed;
   }
   return 0;

@@ -46,6 +46,18 @@ std::string Vec(const std::string& name) {
   return it == Vectors().end() ? std::string() : it->second;
 }
 
+// The topology of the rep_topology vector: two members, one endpoint each, half the slots each.
+Topology VectorTopology() {
+  Topology t;
+  t.view_epoch = 7;
+  t.endpoints = {{"10.0.0.1", 7101, {{0, 8191}}}, {"10.0.0.2", 7201, {{8192, 16383}}}};
+  t.flags = kTopologyCluster;
+  t.self = 0;
+  t.members = {{"a", "10.0.0.1", 7000, MemberState::kUp, 0, 1},
+               {"b", "10.0.0.2", 7000, MemberState::kDown, 1, 1}};
+  return t;
+}
+
 TEST(BinaryVectors, FileIsReadable) { EXPECT_GE(Vectors().size(), 25u); }
 
 TEST(BinaryVectors, RequestEncodersMatch) {
@@ -95,6 +107,64 @@ TEST(BinaryVectors, ReplyEncodersMatch) {
   check("rep_event", [](std::string* s) { EncodeEvent(s, 12, 3, "ch", "hi"); });
   check("rep_heartbeat", [](std::string* s) { EncodeHeartbeat(s, 12, 3); });
   check("rep_command_resp", [](std::string* s) { EncodeOk(s, 258, "$2\r\nhi\r\n"); });
+  check("rep_topology", [](std::string* s) { EncodeTopologyReply(s, 14, VectorTopology()); });
+}
+
+TEST(BinaryVectors, TopologyVectorParses) {
+  Decoder decoder;
+  ReplyView r;
+  size_t consumed = 0;
+  std::string bytes = Vec("rep_topology");
+  ASSERT_EQ(decoder.DecodeReply(bytes, &r, &consumed), DecodeStatus::kComplete);
+  Topology t;
+  ASSERT_TRUE(ParseTopology(r.body, &t));
+  EXPECT_EQ(t.view_epoch, 7u);
+  EXPECT_EQ(t.flags, kTopologyCluster);
+  EXPECT_EQ(t.self, 0);
+  ASSERT_EQ(t.endpoints.size(), 2u);
+  EXPECT_EQ(t.endpoints[1].host, "10.0.0.2");
+  EXPECT_EQ(t.endpoints[1].port, 7201);
+  EXPECT_EQ(t.endpoints[1].slot_ranges,
+            (std::vector<std::pair<uint16_t, uint16_t>>{{8192, 16383}}));
+  ASSERT_EQ(t.members.size(), 2u);
+  EXPECT_EQ(t.members[0].id, "a");
+  EXPECT_EQ(t.members[1].state, MemberState::kDown);
+  EXPECT_EQ(t.members[1].first_endpoint, 1);
+  EXPECT_EQ(t.members[1].endpoint_count, 1);
+  EXPECT_EQ(t.members[1].client_port, 7000);
+  // Every strict prefix of the body is malformed: the member section is not optional.
+  for (size_t n = 0; n < r.body.size(); ++n) {
+    EXPECT_FALSE(ParseTopology(r.body.substr(0, n), &t)) << n;
+  }
+}
+
+TEST(BinaryReplies, TopologyRejectsInconsistentBodies) {
+  auto parses = [](Topology t) {
+    std::string bytes;
+    EncodeTopologyReply(&bytes, 1, t);
+    Topology back;
+    return ParseTopology(std::string_view(bytes).substr(kFrameHeaderSize), &back);
+  };
+  EXPECT_TRUE(parses(VectorTopology()));
+  Topology t = VectorTopology();
+  t.endpoints[0].slot_ranges = {{10, 9}};  // first after last
+  EXPECT_FALSE(parses(t));
+  t = VectorTopology();
+  t.endpoints[0].slot_ranges = {{0, 16384}};  // past the last slot
+  EXPECT_FALSE(parses(t));
+  t = VectorTopology();
+  t.members[1].endpoint_count = 2;  // endpoints past the list
+  EXPECT_FALSE(parses(t));
+  t = VectorTopology();
+  t.members[0].state = static_cast<MemberState>(9);
+  EXPECT_FALSE(parses(t));
+  t = VectorTopology();
+  t.self = 2;  // no such member
+  EXPECT_FALSE(parses(t));
+  t = VectorTopology();
+  t.members.clear();
+  t.self = 0;
+  EXPECT_TRUE(parses(t));
 }
 
 TEST(BinaryVectors, EveryRequestVectorDecodes) {
@@ -334,7 +404,7 @@ TEST(BinaryBodies, ReplyBodies) {
   EXPECT_TRUE(sp.auth_required);
   EXPECT_EQ(sp.nonce.size(), kNonceSize);
 
-  Topology t{9, {{"a", 7001, {{0, 99}, {200, 300}}}, {"bb", 7002, {}}}};
+  Topology t{9, {{"a", 7001, {{0, 99}, {200, 300}}}, {"bb", 7002, {}}}, 0, 0, {}};
   std::string tb;
   EncodeTopologyReply(&tb, 3, t);
   ASSERT_EQ(decoder.DecodeReply(tb, &r, &consumed), DecodeStatus::kComplete);
@@ -464,6 +534,53 @@ TEST(BinaryTyped, RespRepliesTranslate) {
   EXPECT_FALSE(EncodeTypedReplyFromResp(&out, 7, Op::kThrottle, 0, "*2\r\n:1\r\n$1\r\nx\r\n"));
   EXPECT_TRUE(out.empty());
   EXPECT_FALSE(EncodeTypedReplyFromResp(&out, 7, Op::kGet, 0, "$5\r\nab\r\n"));
+}
+
+TEST(BinaryTyped, RespErrorsBecomeStatusesWithTheViewEpoch) {
+  auto st = [](std::string_view resp, uint64_t epoch) {
+    std::string out;
+    EXPECT_TRUE(EncodeStatusFromRespError(&out, 9, resp, epoch)) << resp;
+    return out;
+  };
+  auto tr_busy = [](std::string_view resp) {
+    std::string out;
+    EXPECT_TRUE(EncodeTypedReplyFromResp(&out, 9, Op::kLock, 0, resp)) << resp;
+    return out;
+  };
+  std::string expect;
+  EncodeMoved(&expect, 9, 12182, 42, "10.0.0.12", 7001);
+  EXPECT_EQ(st("-MOVED 12182 10.0.0.12:7001\r\n", 42), expect);
+  expect.clear();
+  EncodeBusy(&expect, 9, 1);
+  EXPECT_EQ(st("-TRYAGAIN Multiple keys request during rehashing of slot\r\n", 42), expect);
+  expect.clear();
+  EncodeErrorText(&expect, 9, Status::kFenced, "CLUSTERDOWN The cluster is down");
+  EXPECT_EQ(st("-CLUSTERDOWN The cluster is down\r\n", 42), expect);
+  expect.clear();
+  EncodeErrorText(&expect, 9, Status::kError, "CROSSSLOT Keys in request don't hash");
+  EXPECT_EQ(st("-CROSSSLOT Keys in request don't hash\r\n", 42), expect);
+  // The lock quarantine says how long it lasts: BUSY passes it on; other TRYAGAINs say 1 ms.
+  expect.clear();
+  EncodeBusy(&expect, 9, 1331);
+  EXPECT_EQ(st("-TRYAGAIN lock quarantine in effect for this slot, retry in 1331 ms\r\n", 0),
+            expect);
+  EXPECT_EQ(tr_busy("-TRYAGAIN lock quarantine in effect for this slot, retry in 1331 ms\r\n"),
+            expect);
+  for (std::string_view odd :
+       {"-TRYAGAIN retry in 0 ms\r\n", "-TRYAGAIN retry in -5 ms\r\n",
+        "-TRYAGAIN retry in x ms\r\n", "-TRYAGAIN retry in 5\r\n", "-TRYAGAIN retry in  ms\r\n"}) {
+    expect.clear();
+    EncodeBusy(&expect, 9, 1);
+    EXPECT_EQ(st(odd, 0), expect) << odd;
+  }
+  expect.clear();
+  EncodeBusy(&expect, 9, UINT32_MAX);
+  EXPECT_EQ(st("-TRYAGAIN retry in 99999999999 ms\r\n", 0), expect);
+  std::string out;
+  EXPECT_FALSE(EncodeStatusFromRespError(&out, 9, "+OK\r\n", 1));
+  EXPECT_FALSE(EncodeStatusFromRespError(&out, 9, "-MOVED no end", 1));
+  EXPECT_FALSE(EncodeStatusFromRespError(&out, 9, "", 1));
+  EXPECT_TRUE(out.empty());
 }
 
 // Random frames split at random points decode to the same sequence as in one piece.

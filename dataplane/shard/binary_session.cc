@@ -6,6 +6,7 @@
 #include <openssl/rand.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 
 #include "dataplane/commands/plan.h"
@@ -17,6 +18,18 @@
 namespace keep::shard {
 
 namespace bin = proto::binary;
+
+static_assert(static_cast<uint8_t>(cluster::MemberState::kJoining) ==
+                      static_cast<uint8_t>(bin::MemberState::kJoining) &&
+                  static_cast<uint8_t>(cluster::MemberState::kUp) ==
+                      static_cast<uint8_t>(bin::MemberState::kUp) &&
+                  static_cast<uint8_t>(cluster::MemberState::kLeaving) ==
+                      static_cast<uint8_t>(bin::MemberState::kLeaving) &&
+                  static_cast<uint8_t>(cluster::MemberState::kLeft) ==
+                      static_cast<uint8_t>(bin::MemberState::kLeft) &&
+                  static_cast<uint8_t>(cluster::MemberState::kDown) ==
+                      static_cast<uint8_t>(bin::MemberState::kDown),
+              "TOPOLOGY sends cluster::MemberState codes as they are");
 
 namespace {
 
@@ -79,6 +92,22 @@ bool RefusedOverBinary(std::string_view name) {
   return false;
 }
 
+namespace {
+
+// The single member that owns every endpoint, so clients read one layout in both modes.
+void FinishSingleMember(const TopologyInput& input, bin::Topology* topology) {
+  topology->flags = 0;
+  topology->self = 0;
+  topology->members.clear();
+  bin::TopologyMember member;
+  member.host = input.host;
+  member.client_port = static_cast<uint16_t>(input.client_port);
+  member.endpoint_count = static_cast<uint16_t>(topology->endpoints.size());
+  topology->members.push_back(member);
+}
+
+}  // namespace
+
 void BuildTopology(const TopologyInput& input, bin::Topology* topology) {
   topology->view_epoch = input.view_epoch;
   topology->endpoints.clear();
@@ -88,6 +117,7 @@ void BuildTopology(const TopologyInput& input, bin::Topology* topology) {
     endpoint.port = static_cast<uint16_t>(input.client_port);
     endpoint.slot_ranges.emplace_back(0, core::kSlotCount - 1);
     topology->endpoints.push_back(std::move(endpoint));
+    FinishSingleMember(input, topology);
     return;
   }
   for (int shard = 0; shard < input.shard_count; ++shard) {
@@ -105,6 +135,49 @@ void BuildTopology(const TopologyInput& input, bin::Topology* topology) {
       }
     }
     topology->endpoints.push_back(std::move(endpoint));
+  }
+  FinishSingleMember(input, topology);
+}
+
+void BuildClusterTopology(const cluster::View& view, bin::Topology* topology) {
+  topology->view_epoch = view.epoch;
+  topology->flags = bin::kTopologyCluster | (view.fenced ? bin::kTopologyFenced : 0);
+  topology->self = static_cast<uint16_t>(std::max(0, view.self));
+  topology->endpoints.clear();
+  topology->members.clear();
+  std::vector<size_t> first(view.members.size());
+  for (size_t m = 0; m < view.members.size(); ++m) {
+    const cluster::ViewMember& vm = view.members[m];
+    first[m] = topology->endpoints.size();
+    bin::TopologyMember member;
+    member.id = vm.member.id;
+    member.host = vm.member.host;
+    member.client_port = static_cast<uint16_t>(vm.member.client_port);
+    member.state = static_cast<bin::MemberState>(vm.state);
+    member.first_endpoint = static_cast<uint16_t>(first[m]);
+    member.endpoint_count = static_cast<uint16_t>(vm.endpoints.size());
+    topology->members.push_back(member);
+    // The "host:port" strings MOVED names, so a client finds the endpoint a redirect points at.
+    for (const std::string& address : vm.endpoints) {
+      bin::Endpoint endpoint;
+      size_t colon = address.rfind(':');
+      endpoint.host = std::string_view(address).substr(0, colon);
+      int port = 0;
+      std::from_chars(address.data() + colon + 1, address.data() + address.size(), port);
+      endpoint.port = static_cast<uint16_t>(port);
+      topology->endpoints.push_back(std::move(endpoint));
+    }
+  }
+  for (uint32_t slot = 0; slot < core::kSlotCount; ++slot) {
+    uint16_t owner = view.owner[slot];
+    if (owner == cluster::kNoOwner) continue;
+    auto& ranges =
+        topology->endpoints[first[owner] + view.members[owner].EndpointIndex(slot)].slot_ranges;
+    if (!ranges.empty() && ranges.back().second + 1u == slot) {
+      ranges.back().second = static_cast<uint16_t>(slot);
+    } else {
+      ranges.emplace_back(static_cast<uint16_t>(slot), static_cast<uint16_t>(slot));
+    }
   }
 }
 
@@ -335,8 +408,15 @@ void Shard::BinaryDispatch(Connection* conn, const bin::RequestView& request,
   state.current_op = static_cast<uint8_t>(request.op);
   state.current_flags = request.flags;
   state.deferred = false;
+  state.route_refused = false;
   Dispatch(conn, args);
   if (conn->closed || state.deferred) return;
+  if (state.route_refused) {
+    // The cluster refused before anything ran; the view that decided is this turn's.
+    bin::EncodeStatusFromRespError(&conn->out, request.id, state.resp, view_->epoch);
+    MarkWrite(conn);
+    return;
+  }
   BinaryReply(conn, request.id, state.current_op, request.flags, state.resp);
 }
 
@@ -411,13 +491,19 @@ void Shard::BinaryTopology(Connection* conn, const bin::RequestView& request) {
     MarkWrite(conn);
     return;
   }
+  bin::Topology topology;
+  if (view_ != nullptr) {
+    BuildClusterTopology(*view_, &topology);
+    bin::EncodeTopologyReply(&conn->out, request.id, topology);
+    MarkWrite(conn);
+    return;
+  }
   const commands::ServerFacts& server = facts();
   TopologyInput input;
   input.host = HostOf(conn->client.laddr);
   input.client_port = server.tcp_port;
   input.shard_ports = server.shard_ports;
   input.shard_count = options_.count;
-  bin::Topology topology;
   BuildTopology(input, &topology);
   bin::EncodeTopologyReply(&conn->out, request.id, topology);
   MarkWrite(conn);

@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "dataplane/cluster/view.h"
 #include "dataplane/commands/glob_util.h"
 #include "dataplane/proto/binary_codec.h"
 
@@ -66,6 +67,9 @@ struct BinaryState {
   uint8_t current_op = 0;
   uint8_t current_flags = 0;
   bool deferred = false;
+  // Set by the cluster check when it refused the request (MOVED, TRYAGAIN, CLUSTERDOWN): the
+  // reply is then a status for every op, COMMAND included, since the command did not run.
+  bool route_refused = false;
   std::unordered_map<uint32_t, BinarySubscription*> subscriptions;
 
   explicit BinaryState(proto::binary::Limits limits) : decoder(limits) {}
@@ -105,8 +109,8 @@ class BinaryHub {
 bool RefusedOverBinary(std::string_view command_name);
 
 // TOPOLOGY on one member: each shard as an endpoint with the slots it owns. `shard_ports` empty
-// (shard ports off) gives one endpoint, the client port, owning every slot. The cluster work
-// extends this with its view.
+// (shard ports off) gives one endpoint, the client port, owning every slot; the one member has an
+// empty id.
 struct TopologyInput {
   std::string_view host;
   int client_port = 0;
@@ -115,6 +119,10 @@ struct TopologyInput {
   uint64_t view_epoch = 0;
 };
 void BuildTopology(const TopologyInput& input, proto::binary::Topology* topology);
+// TOPOLOGY in cluster mode, from this member's view (design §3.6): every member, and every shard
+// of every member as an endpoint (the address MOVED names) with the slots the view gives it,
+// consecutive slots of one endpoint as one range. Strings are views into `view`.
+void BuildClusterTopology(const cluster::View& view, proto::binary::Topology* topology);
 
 // HMAC-SHA256(secret, nonce) compared in constant time against `proof`.
 bool ValidProof(std::string_view secret, std::string_view nonce, std::string_view proof);

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -33,7 +34,8 @@ std::string Proof(std::string_view secret, std::string_view nonce) {
 
 class Group {
  public:
-  explicit Group(std::string requirepass = "", std::vector<int> shard_ports = {}) {
+  explicit Group(std::string requirepass = "", std::vector<int> shard_ports = {},
+                 cluster::ViewPublisher* views = nullptr) {
     listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -59,6 +61,7 @@ class Group {
     group_ = std::make_unique<ShardGroup>(std::move(options),
                                           core::SlotFunction(core::SlotHash::kKeyed, ""), facts,
                                           std::map<std::string, std::string>{}, 1000);
+    group_->set_views(views);
     group_->Start();
   }
   ~Group() { group_.reset(); }
@@ -403,6 +406,183 @@ TEST(BinarySession, TopologyWithoutShardPortsIsTheClientPort) {
   ASSERT_EQ(topology.endpoints[0].slot_ranges.size(), 1u);
   EXPECT_EQ(topology.endpoints[0].slot_ranges[0].first, 0);
   EXPECT_EQ(topology.endpoints[0].slot_ranges[0].second, 16383);
+}
+
+// A two-member view as the control thread would publish it: this member ("self", no shard
+// ports, the test's listener) owns slots 0..8191, "other" (two shard ports) owns the rest.
+std::unique_ptr<cluster::View> TwoMemberView(int self_port, uint64_t epoch, bool fenced) {
+  auto view = std::make_unique<cluster::View>();
+  view->epoch = epoch;
+  view->fenced = fenced;
+  view->self = 0;
+  cluster::ViewMember self;
+  self.member = {"self", "127.0.0.1", self_port, 7001, 2, 0};
+  self.state = cluster::MemberState::kUp;
+  cluster::ViewMember other;
+  other.member = {"other", "10.9.9.9", 7000, 7001, 2, 7100};
+  other.state = cluster::MemberState::kLeaving;
+  for (cluster::ViewMember* vm : {&self, &other}) cluster::FillEndpoints(vm);
+  view->members = {self, other};
+  for (uint32_t slot = 0; slot < core::kSlotCount; ++slot) {
+    bool mine = slot < core::kSlotCount / 2;
+    view->owner[slot] = mine ? 0 : 1;
+    view->phase[slot] = mine ? cluster::SlotPhase::kOwned : cluster::SlotPhase::kNotOwned;
+  }
+  view->members[0].slots_owned = view->members[1].slots_owned = core::kSlotCount / 2;
+  return view;
+}
+
+TEST(BinarySession, ClusterTopologyComesFromTheView) {
+  auto view = TwoMemberView(7000, 5, false);
+  bin::Topology t;
+  BuildClusterTopology(*view, &t);
+  EXPECT_EQ(t.view_epoch, 5u);
+  EXPECT_EQ(t.flags, bin::kTopologyCluster);
+  EXPECT_EQ(t.self, 0);
+  ASSERT_EQ(t.members.size(), 2u);
+  EXPECT_EQ(t.members[0].id, "self");
+  EXPECT_EQ(t.members[1].id, "other");
+  EXPECT_EQ(t.members[1].host, "10.9.9.9");
+  EXPECT_EQ(t.members[1].state, bin::MemberState::kLeaving);
+  EXPECT_EQ(t.members[1].first_endpoint, 1);
+  EXPECT_EQ(t.members[1].endpoint_count, 2);
+  ASSERT_EQ(t.endpoints.size(), 3u);
+  EXPECT_EQ(t.endpoints[0].host, "127.0.0.1");
+  EXPECT_EQ(t.endpoints[0].port, 7000);
+  // One endpoint serving a run of slots is one range; a member's shards take alternate slots.
+  EXPECT_EQ(t.endpoints[0].slot_ranges, (std::vector<std::pair<uint16_t, uint16_t>>{{0, 8191}}));
+  EXPECT_EQ(t.endpoints[1].port, 7100);
+  EXPECT_EQ(t.endpoints[2].port, 7101);
+  EXPECT_EQ(t.endpoints[1].slot_ranges.size(), 4096u);
+  EXPECT_EQ(t.endpoints[1].slot_ranges.front(), (std::pair<uint16_t, uint16_t>{8192, 8192}));
+  EXPECT_EQ(t.endpoints[2].slot_ranges.back(), (std::pair<uint16_t, uint16_t>{16383, 16383}));
+  // Every slot exactly once, at the endpoint MOVED names for it.
+  std::vector<int> seen(core::kSlotCount, 0);
+  for (const bin::Endpoint& e : t.endpoints) {
+    for (auto [first, last] : e.slot_ranges) {
+      for (uint32_t slot = first; slot <= last; ++slot) {
+        ++seen[slot];
+        std::string moved;
+        cluster::RouteError(*view, slot, cluster::SlotRoute::kMoved, &moved);
+        if (slot >= core::kSlotCount / 2) {
+          EXPECT_EQ(moved.substr(moved.rfind(' ') + 1),
+                    std::string(e.host) + ":" + std::to_string(e.port));
+        }
+      }
+    }
+  }
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), static_cast<long>(core::kSlotCount));
+  // Slots with no owner (a fenced view may have some) are left out.
+  view->owner[3] = cluster::kNoOwner;
+  view->fenced = true;
+  BuildClusterTopology(*view, &t);
+  EXPECT_EQ(t.flags, bin::kTopologyCluster | bin::kTopologyFenced);
+  EXPECT_EQ(t.endpoints[0].slot_ranges,
+            (std::vector<std::pair<uint16_t, uint16_t>>{{0, 2}, {4, 8191}}));
+  // And it survives the codec.
+  std::string frame;
+  bin::EncodeTopologyReply(&frame, 1, t);
+  bin::Topology back;
+  ASSERT_TRUE(bin::ParseTopology(std::string_view(frame).substr(bin::kFrameHeaderSize), &back));
+  EXPECT_EQ(back.members.size(), 2u);
+  EXPECT_EQ(back.endpoints[2].slot_ranges.size(), 4096u);
+}
+
+TEST(BinarySession, SingleNodeTopologyHasOneMember) {
+  TopologyInput input;
+  input.host = "10.1.2.3";
+  input.client_port = 7000;
+  input.shard_ports = {7100, 7101};
+  input.shard_count = 2;
+  bin::Topology t;
+  BuildTopology(input, &t);
+  EXPECT_EQ(t.flags, 0);
+  ASSERT_EQ(t.members.size(), 1u);
+  EXPECT_EQ(t.members[0].id, "");
+  EXPECT_EQ(t.members[0].client_port, 7000);
+  EXPECT_EQ(t.members[0].endpoint_count, 2);
+  EXPECT_EQ(t.endpoints[0].slot_ranges.size(), 8192u);
+}
+
+// In cluster mode the shard's cluster check answers every op, COMMAND included, with a status:
+// MOVED carrying the epoch of the view that decided, FENCED, BUSY for a slot in a handoff.
+TEST(BinarySession, ClusterRefusalsAreStatuses) {
+  cluster::ViewPublisher views(2);
+  // The listener's port is only known once the group is up; the view's own endpoint is not used.
+  views.Publish(TwoMemberView(1, 5, false));
+  Group group("", {}, &views);
+  Client c(group.port());
+  c.Open();
+  core::SlotFunction slot_of(core::SlotHash::kKeyed, "");
+  std::string mine, theirs;
+  for (int i = 0; mine.empty() || theirs.empty(); ++i) {
+    std::string key = "k" + std::to_string(i);
+    (slot_of(key) < core::kSlotCount / 2 ? mine : theirs) = key;
+  }
+  uint32_t slot = slot_of(theirs);
+  std::string req;
+  bin::EncodeGet(&req, 1, theirs);
+  auto [status, body] = c.Call(req);
+  ASSERT_EQ(status, bin::Status::kMoved);
+  bin::Moved moved;
+  ASSERT_TRUE(bin::ParseMoved(body, &moved));
+  EXPECT_EQ(moved.slot, slot);
+  EXPECT_EQ(moved.view_epoch, 5u);
+  EXPECT_EQ(moved.host, "10.9.9.9");
+  EXPECT_EQ(moved.port, 7100 + slot % 2);
+  req.clear();
+  bin::EncodeCommand(&req, 2, {"GET", theirs});
+  EXPECT_EQ(c.Call(req).first, bin::Status::kMoved);
+  req.clear();
+  bin::EncodeSet(&req, 3, mine, "v");
+  EXPECT_EQ(c.Call(req).first, bin::Status::kOk);
+  // A command's own error reply stays a RESP reply under COMMAND.
+  req.clear();
+  bin::EncodeCommand(&req, 4, {"INCR", mine});
+  auto incr = c.Call(req);
+  EXPECT_EQ(incr.first, bin::Status::kOk);
+  EXPECT_EQ(incr.second.substr(0, 4), "-ERR");
+
+  // A slot this member is importing: BUSY until the handoff is done.
+  auto importing = TwoMemberView(1, 6, false);
+  importing->phase[slot] = cluster::SlotPhase::kImporting;
+  importing->owner[slot] = 0;
+  views.Publish(std::move(importing));
+  req.clear();
+  bin::EncodeGet(&req, 5, theirs);
+  auto [busy, retry] = c.Call(req);
+  EXPECT_EQ(busy, bin::Status::kBusy);
+  uint32_t retry_ms = 0;
+  ASSERT_TRUE(bin::ParseBusy(retry, &retry_ms));
+  EXPECT_EQ(retry_ms, kBusyRetryMs);
+
+  // Fenced: every keyed request, reads too; PING and TOPOLOGY still answer.
+  views.Publish(TwoMemberView(1, 7, true));
+  req.clear();
+  bin::EncodeGet(&req, 6, mine);
+  EXPECT_EQ(c.Call(req),
+            std::make_pair(bin::Status::kFenced, std::string(cluster::kClusterDownError)));
+  req.clear();
+  bin::EncodeCommand(&req, 7, {"SET", mine, "x"});
+  EXPECT_EQ(c.Call(req).first, bin::Status::kFenced);
+  req.clear();
+  bin::EncodePing(&req, 8);
+  EXPECT_EQ(c.Call(req).first, bin::Status::kOk);
+  req.clear();
+  bin::EncodeTopology(&req, 9);
+  auto [ts, tb] = c.Call(req);
+  ASSERT_EQ(ts, bin::Status::kOk);
+  bin::Topology t;
+  ASSERT_TRUE(bin::ParseTopology(tb, &t));
+  EXPECT_EQ(t.view_epoch, 7u);
+  EXPECT_EQ(t.flags, bin::kTopologyCluster | bin::kTopologyFenced);
+  EXPECT_EQ(t.members.size(), 2u);
+
+  // Unfenced again: the same connection serves.
+  views.Publish(TwoMemberView(1, 8, false));
+  req.clear();
+  bin::EncodeGet(&req, 10, mine);
+  EXPECT_EQ(c.Call(req), std::make_pair(bin::Status::kOk, std::string("v")));
 }
 
 TEST(BinarySession, RefusedCommandsAndProofs) {

@@ -40,6 +40,7 @@ bool Shard::ClusterAdmits(Connection* conn) {
   cluster::SlotRoute route = cluster::RouteSlot(view, slot);
   if (route == cluster::SlotRoute::kServe) return true;
   cluster::RouteError(view, slot, route, &route_error_);
+  if (conn->binary != nullptr) conn->binary->route_refused = true;
   metrics_.RecordRedirect(route == cluster::SlotRoute::kMoved ? telemetry::Redirect::kMoved
                           : route == cluster::SlotRoute::kTryAgain
                               ? telemetry::Redirect::kTryAgain
