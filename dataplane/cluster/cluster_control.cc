@@ -224,6 +224,22 @@ void ClusterControl::OnDatagram(size_t size) {
       LogRejected("unknown member's", &rejections_.unknown_member);
       return;
   }
+  // A member named by DNS (a pod's stable name) may come back at a new address (a new pod):
+  // its authenticated heartbeat says where it is now, sooner than a DNS refresh would.
+  if (int index = members_.IndexOf(hb.id); index >= 0) {
+    const Member& m = members_.members[index];
+    boost::system::error_code literal;
+    asio::ip::make_address(m.host, literal);
+    udp::endpoint now(sender_.address(), static_cast<uint16_t>(m.peer_port));
+    if (literal && targets_[index] != now) {
+      if (targets_[index]) {
+        boost::system::error_code ignored;
+        fprintf(stderr, "keep-server: cluster: member %s now at %s\n", m.id.c_str(),
+                now.address().to_string(ignored).c_str());
+      }
+      targets_[index] = now;
+    }
+  }
   if (hb.known_incarnation != 0 && hb.known_incarnation != options_.incarnation && !reborn_) {
     reborn_ = true;
     dirty_ = true;
@@ -431,8 +447,11 @@ void ClusterControl::ApplyMoves(const MoveEvents& events) {
   }
 }
 
-bool ClusterControl::FinishMove(uint32_t slot) {
-  if (!builder_.FinishMove(slot)) return false;
+bool ClusterControl::FinishMove(uint32_t slot, bool quarantine) {
+  int64_t until =
+      quarantine ? core::MonotonicNanos() / 1'000'000 + LockQuarantineMs(options_.max_lock_ttl_ms)
+                 : 0;
+  if (!builder_.FinishMove(slot, until)) return false;
   dirty_ = true;
   return true;
 }

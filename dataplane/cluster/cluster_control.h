@@ -61,7 +61,8 @@ class ClusterControl {
   AdminResponse HandleAdmin(const AdminRequest& request);
   std::string MetricsText() const;
   void SetHandoff(HandoffHook* hook) { handoff_ = hook; }
-  bool FinishMove(uint32_t slot);
+  // `quarantine`: the slot opens with the lock quarantine (a member that may have held it died).
+  bool FinishMove(uint32_t slot, bool quarantine = false);
   const View* view() const { return views_->current(); }
   std::string Phase() const;
 

@@ -14,6 +14,9 @@ namespace {
 
 constexpr std::chrono::milliseconds kFirstRetry{20};
 constexpr std::chrono::milliseconds kMaxRetry{1000};
+// How long a gainer waits for listed members it has never heard before it concludes that none
+// of them holds a slot (see AskNext).
+constexpr std::chrono::milliseconds kUnheardGrace{3000};
 
 void Counter(std::string* out, const char* name, const char* help, uint64_t value,
              const char* type = "counter") {
@@ -109,14 +112,18 @@ void HandoffDriver::OnDeclined(const PullDeclined& declined, const std::string& 
 
 void HandoffDriver::AskNext(uint16_t slot) {
   const View* view = control_->view();
+  bool unheard = false;  // a listed member never heard since this member booted
+  bool dead = false;     // a listed member heard before and silent now
   for (size_t i = 0; view != nullptr && i < view->members.size(); ++i) {
     const ViewMember& vm = view->members[i];
-    if (static_cast<int>(i) == view->self || vm.state == MemberState::kDown ||
-        vm.state == MemberState::kLeft) {
-      continue;
-    }
+    if (static_cast<int>(i) == view->self) continue;
     const std::vector<std::string>& asked = asked_[slot];
     if (std::find(asked.begin(), asked.end(), vm.member.id) != asked.end()) continue;
+    if (vm.state == MemberState::kLeft) continue;
+    if (vm.state == MemberState::kDown) {
+      (vm.incarnation == 0 ? unheard : dead) = true;
+      continue;
+    }
     import_from_[slot] = vm.member.id;
     Source& source = sources_[vm.member.id];
     source.member = vm.member;
@@ -124,14 +131,37 @@ void HandoffDriver::AskNext(uint16_t slot) {
     if (!source.pulling) Schedule(source, std::chrono::milliseconds(0));
     return;
   }
+  // A member this one has not heard yet (its address still resolving, its first heartbeats
+  // still on the way) may hold the slot: wait for it a while before concluding nobody does.
+  auto now = std::chrono::steady_clock::now();
+  if (unheard && now - started_ < kUnheardGrace) {
+    waiting_.push_back(slot);
+    if (!recheck_) recheck_ = std::make_unique<asio::steady_timer>(io_);
+    if (waiting_.size() == 1) {
+      recheck_->expires_after(std::chrono::milliseconds(50));
+      recheck_->async_wait([this](const boost::system::error_code& ec) {
+        if (ec || stopped_) return;
+        std::vector<uint16_t> slots;
+        slots.swap(waiting_);
+        for (uint16_t s : slots) {
+          if (!import_from_[s].empty()) AskNext(s);
+        }
+      });
+    }
+    return;
+  }
   // No live member holds it (members booting together, or its holder already handed it here):
-  // it opens here empty.
+  // it opens empty, with the lock quarantine when a member that may have held it died.
   ++counters_.slots_opened_empty;
-  std::fprintf(stderr, "keep-handoff: slot %u: no live member holds it; it opens empty\n",
-               static_cast<unsigned>(slot));
+  if (dead) {  // the common case (members booting together) is counted, not logged per slot
+    std::fprintf(stderr,
+                 "keep-handoff: slot %u: no live member holds it; it opens empty with the lock "
+                 "quarantine (a member that may have held it died)\n",
+                 static_cast<unsigned>(slot));
+  }
   import_from_[slot].clear();
   asked_[slot].clear();
-  control_->FinishMove(slot);
+  control_->FinishMove(slot, dead);
 }
 
 void HandoffDriver::Schedule(Source& source, std::chrono::milliseconds delay) {
@@ -175,7 +205,8 @@ void HandoffDriver::PullFrom(const std::string& id) {
     }
     auto delay = std::chrono::milliseconds(0);
     if (!retry.empty()) {
-      delay = std::min<std::chrono::milliseconds>(kMaxRetry, kFirstRetry * (1 << std::min(s.failures, 6)));
+      delay = std::min<std::chrono::milliseconds>(kMaxRetry,
+                                                  kFirstRetry * (1 << std::min(s.failures, 6)));
       ++s.failures;
     } else {
       s.failures = 0;
@@ -243,8 +274,7 @@ std::string HandoffDriver::MetricsText() const {
   std::string out;
   Counter(&out, "keep_handoff_pulls_started_total", "Pulls this member started as gainer.",
           c.pulls_started);
-  Counter(&out, "keep_handoff_pulls_completed_total", "Pulls that completed.",
-          c.pulls_completed);
+  Counter(&out, "keep_handoff_pulls_completed_total", "Pulls that completed.", c.pulls_completed);
   Counter(&out, "keep_handoff_pulls_failed_total",
           "Pulls that failed or were refused (retried while the slot is still wanted).",
           c.pulls_failed);

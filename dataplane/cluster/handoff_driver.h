@@ -50,8 +50,7 @@ class HandoffDriver final : public HandoffHook {
   // `control` must outlive the driver; the driver must be destroyed (or Stop()ped) before the
   // shard group.
   HandoffDriver(boost::asio::io_context& io, shard::ShardGroup& group,
-                core::SlotFunction slot_function, HandoffOptions options,
-                ClusterControl* control);
+                core::SlotFunction slot_function, HandoffOptions options, ClusterControl* control);
   ~HandoffDriver() override;
 
   // Accepts handoff connections on the TCP peer port. Returns an error message or "".
@@ -94,6 +93,9 @@ class HandoffDriver final : public HandoffHook {
   std::vector<std::string> import_from_;
   std::vector<std::vector<std::string>> asked_;
   std::map<std::string, Source> sources_;
+  std::vector<uint16_t> waiting_;  // slots waiting for members not heard yet
+  std::unique_ptr<boost::asio::steady_timer> recheck_;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   bool stopped_ = false;
   HandoffDriverCounters counters_;
 };

@@ -25,8 +25,9 @@ bool SameView(const View& a, const View& b) {
 
 }  // namespace
 
-bool ViewBuilder::FinishMove(uint32_t slot) {
+bool ViewBuilder::FinishMove(uint32_t slot, int64_t quarantine_until_ms) {
   if (slot >= core::kSlotCount || move_[slot] == Move::kNone) return false;
+  quarantine_[slot] = std::max(quarantine_[slot], quarantine_until_ms);
   if (move_[slot] == Move::kExport) {
     // The new owner holds the data now: the next Build must not start the export again.
     auto it = std::find(previous_ids_.begin(), previous_ids_.end(), move_peer_[slot]);

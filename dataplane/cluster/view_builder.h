@@ -68,7 +68,9 @@ class ViewBuilder {
 
   // The handoff of `slot` completed: importing becomes owned, exporting not owned. Returns false
   // when the slot had no move in flight. Build must run afterwards to publish it.
-  bool FinishMove(uint32_t slot);
+  // `quarantine_until_ms` (CLOCK_MONOTONIC ms, 0 for none): a gained slot that opens empty
+  // while a member that may have held it is dead gets the lock quarantine.
+  bool FinishMove(uint32_t slot, int64_t quarantine_until_ms = 0);
 
   // Quarantines every slot this member owns now or gains later until now_ms + quarantine (a
   // previous life of this member may have granted locks that are still held).

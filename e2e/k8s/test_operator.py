@@ -305,7 +305,8 @@ class PodRouter:
                 last = text
             except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as e:
                 self.conns.pop(pod, None)
-                pod, last = None, e
+                # The pod may be back under its name at a new IP: look the pods up again.
+                pod, last, self.ips = None, e, {}
             if time.monotonic() > deadline:
                 raise AssertionError(f"{args!r}: no answer within {self.timeout}s ({last!r})")
             time.sleep(0.02)
@@ -496,10 +497,10 @@ def test_scale_rolling_update_and_operator_restart_under_writes_lose_nothing(
         spans.sort()
         for (a1, r1, t1), (a2, r2, t2) in zip(spans, spans[1:]):
             assert r1 <= a2 and t2 > t1, (name, (a1, r1, t1), (a2, r2, t2))
-    # The StatefulSet shrank twice (5 -> 4 -> 3), one member at a time. (That it shrinks only
-    # after `left` is the plan's rule, unit-tested in operator/plan_test.cc; the phases polled
-    # here are printed, not asserted: a leave of a few thousand keys can finish between polls.)
-    assert [(a, b) for a, b, _ in shrinks] == [(5, 4), (4, 3)], shrinks
+    # The StatefulSet shrank to 3, never below (polled every 0.5 s, so 5 -> 4 -> 3 may show as
+    # one step). That it shrinks only after `left` is the plan's rule (operator/plan_test.cc);
+    # the phases polled here are printed, not asserted: a small leave can finish between polls.
+    assert shrinks and shrinks[-1][1] == 3 and all(a > b >= 3 for a, b, _ in shrinks), shrinks
     print(f"shrinks (from, to, last phase seen of the removed member): {shrinks}")
     print(f"{writes[0]} writes, {len(acknowledged)} keys checked, {len(holds)} lock holds")
     c.kubectl("delete", "keepcluster", "sc", "-n", ns, "--wait=true", "--timeout=60s")
