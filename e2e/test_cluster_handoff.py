@@ -327,3 +327,62 @@ def test_200k_acknowledged_keys_survive_a_leave_and_a_join_under_load(make_clust
           f"(TRYAGAIN/MOVED/reconnect); Busy window p50 {p50:.1f} ms, "
           f"max {busy_ms[-1] if busy_ms else 0:.1f} ms; "
           f"{time.monotonic() - started:.1f} s in all")
+
+
+def _handoff_rejections(member) -> int:
+    for line in member.metrics().splitlines():
+        if line.startswith("keep_handoff_rejected_messages_total "):
+            return int(float(line.split()[1]))
+    raise AssertionError("keep_handoff_rejected_messages_total missing")
+
+
+@pytest.mark.timeout(60)
+def test_bad_handoff_connections_are_rejected_and_counted(make_cluster):
+    """Garbage, a forged HELLO (wrong MAC), an oversized length and a truncated frame on a live
+    member's TCP peer port: each connection is closed and counted, and the cluster is unharmed."""
+    import os
+    import socket
+    import struct
+
+    c = make_cluster(3)
+    target = c.members[0]
+    before = _handoff_rejections(target)
+    body = struct.pack("<HH", 1, 0) + os.urandom(16)
+    header = struct.pack("<BBHQ", 1, 0, 0, 0)
+    length = len(header) + len(body) + 32
+    forged = struct.pack("<I", length) + header + body + os.urandom(32)
+    cases = {
+        "garbage": b"\xff\xfe" * 150,  # its length field is far beyond the limit
+        "forged hello": forged,
+        "oversized length": struct.pack("<I", 0x7FFFFFFF) + b"x" * 60,
+        "truncated frame": forged[:30],
+    }
+    for name, payload in cases.items():
+        with socket.create_connection((target.host, target.peer_port), timeout=5) as s:
+            s.sendall(payload)
+            if name == "truncated frame":
+                s.shutdown(socket.SHUT_WR)  # an early EOF inside a frame
+            s.settimeout(5)
+            try:
+                while s.recv(4096):  # the member closes the connection
+                    pass
+            except ConnectionResetError:
+                pass
+    wait_until(lambda: _handoff_rejections(target) >= before + len(cases), 5, 0.05,
+               "the rejections to be counted")
+    assert "rejected" in target.log_tail(20000)
+    # Unharmed: still settled, serving, and a real handoff (a leave) still works.
+    c.wait_settled(c.members, 5)
+    router = Router(c.members)
+    try:
+        for i in range(200):
+            key = f"bad:{i}".encode()
+            assert router.call(key, "SET", key, b"v").value == b"OK"
+        c.members[2].signal(signal.SIGTERM)
+        assert c.members[2].proc.wait(timeout=30) == 0
+        c.wait_settled(c.members[:2], 10)
+        for i in range(200):
+            key = f"bad:{i}".encode()
+            assert router.call(key, "GET", key).value == b"v"
+    finally:
+        router.close()
