@@ -217,3 +217,34 @@ def test_cluster_flags_bad_input(keep_server, tmp_path):
     d = json.loads(r.stdout)
     assert (d["cluster"], d["errors"], d["requests"]) == (False, 0, 100), d
     assert "moved" not in d
+
+
+@pytest.mark.timeout(90)
+def test_keep_cli_cluster_sends_each_command_to_its_keys_owner(cluster):
+    cli = keep_bin().parent / "keep-cli"
+    m0 = cluster.members[0]
+
+    def run(*args: str, secret: bool = True) -> subprocess.CompletedProcess:
+        return subprocess.run([str(cli), "-h", m0.host, "-p", str(m0.client_port), *args],
+                              env=bench_env(secret), capture_output=True, text=True, timeout=30)
+
+    owners = owners_by_slot(m0)
+    by_host = {m.host: m for m in cluster.members}
+
+    def owner_of(key: str):
+        return by_host[owners[m0.call("CLUSTER", "KEYSLOT", key).value][0]]
+
+    keys = [f"cli:{i}" for i in range(12)]
+    foreign = next(k for k in keys if owner_of(k) is not m0)
+    # Without --cluster the member redirects what it does not own.
+    r = run("set", foreign, "x")
+    assert r.returncode == 1 and r.stdout.startswith("(error) MOVED "), r
+    for k in keys:
+        assert run("--cluster", "set", k, "v" + k).stdout == "OK\n"
+    for k in keys:
+        assert run("--cluster", "get", k).stdout == f'"v{k}"\n'
+        assert owner_of(k).call("GET", k).value == f"v{k}".encode()
+    # Without the secret the client cannot place keys, and follows MOVED instead.
+    assert run("--cluster", "get", foreign, secret=False).stdout == f'"v{foreign}"\n'
+    r = run("--cluster", "--resp", "get", foreign)
+    assert r.returncode == 1 and "--resp" in r.stderr, r
