@@ -248,3 +248,22 @@ def test_keep_cli_cluster_sends_each_command_to_its_keys_owner(cluster):
     assert run("--cluster", "get", foreign, secret=False).stdout == f'"v{foreign}"\n'
     r = run("--cluster", "--resp", "get", foreign)
     assert r.returncode == 1 and "--resp" in r.stderr, r
+
+
+@pytest.mark.timeout(90)
+def test_crc16_slots_are_placed_without_a_secret(server_log_dir):
+    """--slot-hash crc16: the client recognises Redis Cluster's slots by itself (as redis-py's
+    RedisCluster does) and needs no secret for zero MOVED."""
+    c = Cluster(3, server_log_dir, name="libkeep-crc16", shards=2, shard_ports=True,
+                slot_hash="crc16")
+    try:
+        c.start()
+        m0 = c.members[0]
+        d = run_bench(m0, "--populate-only", "--keys", "1000", secret=False)
+        assert d == {"populated": 1000, "cluster": True, "moved": 0}, d
+        d = run_bench(m0, "--workload", "mixed", "--keys", "1000", "--no-populate", "--requests",
+                      "3000", "--connections", "4", secret=False)
+        assert (d["slot_mode"], d["moved"], d["errors"], d["nils"]) == ("crc16", 0, 0, 0), d
+    finally:
+        problems = close(c)
+    assert not problems, "\n".join(problems)
