@@ -7,6 +7,8 @@
 #include <chrono>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,6 +20,7 @@
 #include "bench/keep_bench/report.h"
 #include "bench/keep_bench/schedule.h"
 #include "bench/keep_bench/workload.h"
+#include "dataplane/client/cluster_client.h"
 #include "dataplane/client/keep_client.h"
 
 namespace keep::bench {
@@ -87,10 +90,29 @@ struct Caller {
   bool schedule_done = false;
 };
 
+// How the run reaches the server: one endpoint, or a cluster routed by slot.
+struct Target {
+  bool cluster = false;
+  kc::ClusterOptions cluster_options;  // seeds, secret and the slot function the probe found
+};
+
+kc::Options ConnectionOptions(const Options& o, const char* name) {
+  kc::Options options;
+  options.host = o.host;
+  options.port = static_cast<uint16_t>(o.port);
+  options.client_name = name;
+  options.batching = o.batching;
+  options.timeout = std::chrono::milliseconds(10000);
+  options.connect_timeout = std::chrono::milliseconds(5000);
+  return options;
+}
+
 class LoadThread {
  public:
-  LoadThread(const Options& o, const RunClock& clock, uint64_t quota, ThreadProgress* progress)
+  LoadThread(const Options& o, const Target& target, const RunClock& clock, uint64_t quota,
+             ThreadProgress* progress)
       : o_(o),
+        target_(target),
         clock_(clock),
         quota_(quota),
         progress_(progress),
@@ -106,14 +128,27 @@ class LoadThread {
   }
 
   void AddSocket() {
-    kc::Options options;
-    options.host = o_.host;
-    options.port = static_cast<uint16_t>(o_.port);
-    options.client_name = "keep-bench";
-    options.batching = o_.batching;
-    options.timeout = std::chrono::milliseconds(10000);
-    options.connect_timeout = std::chrono::milliseconds(5000);
-    sockets_.push_back(kc::Connection::Create(io_, options));
+    if (target_.cluster) {
+      kc::ClusterOptions options = target_.cluster_options;
+      options.connection = ConnectionOptions(o_, "keep-bench");
+      clusters_.push_back(kc::ClusterClient::Create(io_, std::move(options)));
+      return;
+    }
+    sockets_.push_back(kc::Connection::Create(io_, ConnectionOptions(o_, "keep-bench")));
+  }
+
+  // The cluster clients' counters, summed (after Run).
+  kc::ClusterStats ClusterTotals() const {
+    kc::ClusterStats total;
+    for (const auto& c : clusters_) {
+      const kc::ClusterStats& s = c->stats();
+      total.moved += s.moved;
+      total.busy_retries += s.busy_retries;
+      total.fenced_retries += s.fenced_retries;
+      total.connection_retries += s.connection_retries;
+      total.refreshes += s.refreshes;
+    }
+    return total;
   }
   void AddCaller(int index, int socket) {
     Caller c;
@@ -127,6 +162,15 @@ class LoadThread {
 
   void Run(ThreadStats* stats) {
     stats_ = stats;
+    for (auto& cluster : clusters_) {
+      cluster->AsyncStart([this](std::optional<kc::Error> error) {
+        if (error && stats_->fatal.empty()) {
+          stats_->fatal = "cannot reach the cluster at " + o_.host + ":" + std::to_string(o_.port) +
+                          ": " + error->message();
+          Stop();
+        }
+      });
+    }
     for (auto& socket : sockets_) {
       socket->AsyncConnect([this](std::optional<kc::Error> error) {
         if (error && stats_->fatal.empty()) {
@@ -175,6 +219,7 @@ class LoadThread {
     drain_timer_.cancel();
     tick_.cancel();
     for (auto& socket : sockets_) socket->Close();
+    for (auto& cluster : clusters_) cluster->Close();
   }
 
   void CallerIdle(Caller& c) {
@@ -261,8 +306,17 @@ class LoadThread {
   void Send(Caller& c, int64_t now, bool measured) {
     if (measured) ++issued_;
     ++c.inflight;
+    if (target_.cluster) {
+      SendTo(*clusters_[static_cast<size_t>(c.socket)], c, now, measured);
+    } else {
+      SendTo(*sockets_[static_cast<size_t>(c.socket)], c, now, measured);
+    }
+  }
+
+  // `Socket`: a kc::Connection, or a kc::ClusterClient routing each key to its slot's shard.
+  template <typename Socket>
+  void SendTo(Socket& socket, Caller& c, int64_t now, bool measured) {
     uint64_t index = picker_.Pick(c.rng);
-    kc::Connection& socket = *sockets_[static_cast<size_t>(c.socket)];
     auto done = [this, &c, now, measured](bool follow_up) {
       return [this, &c, now, measured, follow_up](Result r) {
         OnReply(c, now, measured, follow_up, r);
@@ -330,7 +384,9 @@ class LoadThread {
     int64_t now = NowNs();
     ++stats_->total;
     progress_->replies.fetch_add(1, std::memory_order_relaxed);
-    if (!r.ok() && r.error->kind() != kc::ErrorKind::kServer) {
+    // A cluster request given up (kUnavailable) is an error reply: the others go on.
+    if (!r.ok() && r.error->kind() != kc::ErrorKind::kServer &&
+        r.error->kind() != kc::ErrorKind::kUnavailable) {
       if (!stopped_ && stats_->fatal.empty()) stats_->fatal = r.error->message();
       Stop();
       return false;
@@ -361,6 +417,7 @@ class LoadThread {
   }
 
   const Options& o_;
+  const Target& target_;
   RunClock clock_;
   uint64_t quota_;
   ThreadProgress* progress_;
@@ -377,6 +434,7 @@ class LoadThread {
   boost::asio::steady_timer tick_;
   int64_t tick_at_ = INT64_MAX;
   std::vector<std::shared_ptr<kc::Connection>> sockets_;
+  std::vector<std::shared_ptr<kc::ClusterClient>> clusters_;
   std::vector<Caller> callers_;
   ThreadStats* stats_ = nullptr;
   uint64_t issued_ = 0;
@@ -389,19 +447,36 @@ int Fail(const std::string& message) {
   return kExitServer;
 }
 
-// SETs every key through one libkeep connection, 1000 in flight at a time.
-int Populate(const Options& o, uint64_t* populated) {
-  kc::Options options;
-  options.host = o.host;
-  options.port = static_cast<uint16_t>(o.port);
-  options.client_name = "keep-bench-populate";
-  options.timeout = std::chrono::milliseconds(10000);
+// SETs every key through one libkeep connection (or cluster client), 1000 in flight at a time.
+int Populate(const Options& o, const Target& target, uint64_t* populated,
+             kc::ClusterStats* cluster_stats) {
+  kc::Options options = ConnectionOptions(o, "keep-bench-populate");
+  options.batching = true;
   boost::asio::io_context io;
-  auto conn = kc::Connection::Create(io, options);
+  std::shared_ptr<kc::Connection> conn;
+  std::shared_ptr<kc::ClusterClient> cluster;
   std::string failure;
-  conn->AsyncConnect([&](std::optional<kc::Error> error) {
-    if (error && failure.empty()) failure = error->message();
-  });
+  if (target.cluster) {
+    kc::ClusterOptions cluster_options = target.cluster_options;
+    cluster_options.connection = options;
+    cluster = kc::ClusterClient::Create(io, std::move(cluster_options));
+  } else {
+    conn = kc::Connection::Create(io, options);
+    conn->AsyncConnect([&](std::optional<kc::Error> error) {
+      if (error && failure.empty()) failure = error->message();
+    });
+  }
+  auto close = [&] {
+    if (cluster) cluster->Close();
+    if (conn) conn->Close();
+  };
+  auto set = [&](const std::string& key, const std::string& value, kc::Handler h) {
+    if (cluster) {
+      cluster->AsyncSet(key, value, 0, 0, std::move(h));
+    } else {
+      conn->AsyncSet(key, value, 0, 0, std::move(h));
+    }
+  };
   const int width = KeyWidth(o.keys);
   const std::string value(o.value_size, 'v');
   uint64_t next = 0;
@@ -409,21 +484,89 @@ int Populate(const Options& o, uint64_t* populated) {
   std::function<void()> issue = [&] {
     if (next >= o.keys || !failure.empty()) return;
     uint64_t index = next++;
-    conn->AsyncSet(KeyName("key:", index, width), value, 0, 0, [&](Result r) {
+    set(KeyName("key:", index, width), value, [&](Result r) {
       if (!r.ok() && failure.empty()) failure = r.error->message();
       ++done;
       if (done == o.keys || !failure.empty()) {
-        conn->Close();
+        if (cluster && cluster_stats != nullptr) *cluster_stats = cluster->stats();
+        close();
         return;
       }
       issue();
     });
   };
   for (int i = 0; i < 1000; ++i) issue();
-  if (o.keys == 0) conn->Close();
+  if (o.keys == 0) close();
   io.run();
   if (!failure.empty() && done < o.keys) return Fail("populating the keys failed: " + failure);
   *populated = o.keys;
+  return 0;
+}
+
+// The cluster secret: --secret-file's first line, else KEEP_SECRET, else none. False when the
+// file cannot be read.
+bool ReadSecret(const Options& o, std::string* secret, std::string* error) {
+  if (!o.secret_file.empty()) {
+    std::ifstream in(o.secret_file);
+    if (!in || !std::getline(in, *secret) || secret->empty()) {
+      *error = "cannot read a secret from '" + o.secret_file + "'";
+      return false;
+    }
+    return true;
+  }
+  if (const char* env = std::getenv("KEEP_SECRET"); env != nullptr) *secret = env;
+  return true;
+}
+
+// Asks the server's TOPOLOGY whether it is a cluster member (and, when it is, how keys map to
+// slots) unless --cluster off. 0, or an exit status.
+int ChooseTarget(const Options& o, Target* target, std::string* slot_mode) {
+  if (o.cluster == ClusterMode::kOff) return 0;
+  std::string secret;
+  std::string error;
+  if (!ReadSecret(o, &secret, &error)) {
+    std::fprintf(stderr, "keep-bench: %s\n", error.c_str());
+    return 1;
+  }
+  kc::ClusterOptions options;
+  options.seeds = {{o.host, static_cast<uint16_t>(o.port)}};
+  options.connection = ConnectionOptions(o, "keep-bench-topology");
+  options.slot_secret = secret;
+  boost::asio::io_context io;
+  auto probe = kc::ClusterClient::Create(io, options);
+  std::optional<kc::Error> failure;
+  probe->AsyncStart([&](std::optional<kc::Error> e) {
+    failure = std::move(e);
+    probe->Close();
+  });
+  io.run();
+  if (failure) return Fail("cannot fetch the topology: " + failure->message());
+  if (!probe->router().view().cluster) {
+    if (o.cluster == ClusterMode::kOn) {
+      return Fail("--cluster on: " + o.host + ":" + std::to_string(o.port) +
+                  " answers TOPOLOGY as a single node, not a cluster member");
+    }
+    return 0;
+  }
+  target->cluster = true;
+  target->cluster_options = options;
+  // The probe's finding saves every load thread's client from probing again.
+  target->cluster_options.slot_mode = probe->slot_mode();
+  switch (probe->slot_mode()) {
+    case kc::SlotMode::kKeyed:
+      *slot_mode = "keyed";
+      break;
+    case kc::SlotMode::kCrc16:
+      *slot_mode = "crc16";
+      break;
+    default:
+      *slot_mode = "none";
+      if (!o.quiet) {
+        std::fprintf(stderr,
+                     "keep-bench: keys are not placed by the client (keyed slots need the "
+                     "cluster secret: --secret-file or KEEP_SECRET); each request follows MOVED\n");
+      }
+  }
   return 0;
 }
 
@@ -448,10 +591,18 @@ int RunBinary(const Options& o) {
     return 1;
   }
   Results results;
+  Target target;
+  if (int rc = ChooseTarget(o, &target, &results.slot_mode); rc != 0) return rc;
+  results.cluster = target.cluster;
+  kc::ClusterStats populate_stats;
   if (o.populate_only || (o.populate && WorkloadReadsKeys(o.workload))) {
-    if (int rc = Populate(o, &results.populated); rc != 0) return rc;
+    if (int rc = Populate(o, target, &results.populated, &populate_stats); rc != 0) return rc;
     if (o.populate_only) {
-      if (o.json) {
+      if (o.json && target.cluster) {
+        std::printf("{\"populated\":%llu,\"cluster\":true,\"moved\":%llu}\n",
+                    static_cast<unsigned long long>(results.populated),
+                    static_cast<unsigned long long>(populate_stats.moved));
+      } else if (o.json) {
         std::printf("{\"populated\":%llu}\n", static_cast<unsigned long long>(results.populated));
       } else if (!o.quiet) {
         std::printf("populated %llu keys\n", static_cast<unsigned long long>(results.populated));
@@ -474,7 +625,7 @@ int RunBinary(const Options& o) {
     uint64_t quota =
         o.requests / static_cast<uint64_t>(threads) +
         (static_cast<uint64_t>(t) < o.requests % static_cast<uint64_t>(threads) ? 1 : 0);
-    loads.push_back(std::make_unique<LoadThread>(o, clock, quota, &progress[t]));
+    loads.push_back(std::make_unique<LoadThread>(o, target, clock, quota, &progress[t]));
   }
   // Socket s on thread s % threads; caller i on socket i % sockets.
   std::vector<int> local_index(static_cast<size_t>(sockets));
@@ -528,6 +679,20 @@ int RunBinary(const Options& o) {
     last_reply = std::max(last_reply, s.last_reply_ns);
     if (results.first_error.empty()) results.first_error = s.first_error;
   }
+  kc::ClusterStats cluster = populate_stats;
+  for (const auto& load : loads) {
+    kc::ClusterStats s = load->ClusterTotals();
+    cluster.moved += s.moved;
+    cluster.busy_retries += s.busy_retries;
+    cluster.fenced_retries += s.fenced_retries;
+    cluster.connection_retries += s.connection_retries;
+    cluster.refreshes += s.refreshes;
+  }
+  results.moved = cluster.moved;
+  results.busy_retries = cluster.busy_retries;
+  results.fenced_retries = cluster.fenced_retries;
+  results.connection_retries = cluster.connection_retries;
+  results.topology_refreshes = cluster.refreshes;
   results.seconds = o.requests > 0 ? static_cast<double>(last_reply - clock.measure_start_ns) / 1e9
                                    : o.duration_s;
   results.throughput =

@@ -214,6 +214,26 @@ const std::map<std::string, Flag, std::less<>>& Flags() {
           return "";
         }}},
       {"sockets", {true, IntFlag("sockets", &Options::sockets, 1, 10000)}},
+      {"cluster",
+       {true,
+        [](Options& o, std::string_view v) -> std::string {
+          if (v == "auto")
+            o.cluster = ClusterMode::kAuto;
+          else if (v == "on")
+            o.cluster = ClusterMode::kOn;
+          else if (v == "off")
+            o.cluster = ClusterMode::kOff;
+          else
+            return Bad("cluster", v, "auto, on or off");
+          return "";
+        }}},
+      {"secret-file",
+       {true,
+        [](Options& o, std::string_view v) -> std::string {
+          if (v.empty()) return "--secret-file: needs a path";
+          o.secret_file = std::string(v);
+          return "";
+        }}},
   };
   return flags;
 }
@@ -272,6 +292,12 @@ ParseResult ParseOptions(const std::vector<std::string>& args) {
     return result;
   }
   if (!saw_requests && !saw_duration) o.duration_s = 10;
+  if (o.protocol != Protocol::kBinary &&
+      (o.cluster == ClusterMode::kOn || !o.secret_file.empty())) {
+    result.error =
+        "--cluster on and --secret-file need --protocol binary (cluster routing is libkeep's)";
+    return result;
+  }
   if (o.connections < o.threads) {
     result.error = "--connections (" + std::to_string(o.connections) +
                    ") must be at least --threads (" + std::to_string(o.threads) +
@@ -295,6 +321,13 @@ Target
                            ratelimit/lock/coord native
   --no-batching            binary: one write per request instead of libkeep's batching
   --sockets S              binary: libkeep connections the callers share (caller i on i % S)
+  --cluster auto|on|off    binary: route each key to the shard owning its slot across the
+                           cluster's members, following the view most members report, BUSY and
+                           MOVED (default auto: when the server's TOPOLOGY is a cluster's;
+                           on: fail unless it is). Each socket is then one connection per shard
+  --secret-file PATH       binary: the cluster secret that keys slots (else KEEP_SECRET), so keys
+                           go straight to their owners; without it keyed clusters cost a MOVED
+                           per request
 Load shape
   --workload W             ping | get | set | mixed | incr | ratelimit | lock | coord (default get)
   --threads T              client threads, each with its own epoll loop (default 1)
@@ -365,6 +398,9 @@ const char* RateLimitFormName(RateLimitForm f) {
   return "?";
 }
 const char* LockReleaseName(LockRelease r) { return r == LockRelease::kNative ? "native" : "lua"; }
+const char* ClusterModeName(ClusterMode m) {
+  return m == ClusterMode::kAuto ? "auto" : m == ClusterMode::kOn ? "on" : "off";
+}
 
 bool WorkloadReadsKeys(WorkloadKind w) {
   return w == WorkloadKind::kGet || w == WorkloadKind::kMixed || w == WorkloadKind::kCoord;

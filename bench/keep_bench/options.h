@@ -12,6 +12,8 @@ enum class WorkloadKind { kPing, kGet, kSet, kMixed, kIncr, kRateLimit, kLock, k
 enum class Distribution { kUniform, kZipf };
 enum class RateLimitForm { kNative, kGcra, kLua };
 enum class LockRelease { kNative, kLua };
+// --protocol binary against a cluster: auto follows what TOPOLOGY says.
+enum class ClusterMode { kAuto, kOn, kOff };
 
 struct Options {
   std::string host = "127.0.0.1";
@@ -50,6 +52,10 @@ struct Options {
   // shared writes unless switched off.
   bool batching = true;
   int sockets = 0;
+  // --protocol binary: route by slot across a cluster's members (libkeep's ClusterClient).
+  ClusterMode cluster = ClusterMode::kAuto;
+  // The cluster secret that keys slots (else KEEP_SECRET); never a flag's value itself.
+  std::string secret_file;
 };
 
 struct ParseResult {
@@ -68,6 +74,7 @@ const char* WorkloadName(WorkloadKind w);
 const char* DistributionName(Distribution d);
 const char* RateLimitFormName(RateLimitForm f);
 const char* LockReleaseName(LockRelease r);
+const char* ClusterModeName(ClusterMode m);
 
 // True for the workloads whose reads should find their keys: get, mixed and coord.
 bool WorkloadReadsKeys(WorkloadKind w);

@@ -104,6 +104,10 @@ TEST(OptionsTest, BadInputGivesClearErrors) {
       {{"--ratelimit-form", "cell"}, "--ratelimit-form: 'cell' is not native, gcra or lua"},
       {{"--lock-release", "x"}, "--lock-release: 'x' is not native or lua"},
       {{"--host", ""}, "--host: needs a host"},
+      {{"--protocol", "binary", "--cluster", "yes"}, "--cluster: 'yes' is not auto, on or off"},
+      {{"--protocol", "binary", "--secret-file", ""}, "--secret-file: needs a path"},
+      {{"--cluster", "on"}, "need --protocol binary"},
+      {{"--secret-file", "/tmp/s"}, "need --protocol binary"},
   };
   for (const BadCase& c : cases) {
     ParseResult r = Parse(c.args);
@@ -111,6 +115,20 @@ TEST(OptionsTest, BadInputGivesClearErrors) {
     EXPECT_NE(r.error.find(c.message), std::string::npos)
         << "error '" << r.error << "' does not say '" << c.message << "'";
   }
+}
+
+TEST(Options, ClusterFlags) {
+  ParseResult r = Parse({"--protocol", "binary"});
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.options.cluster, ClusterMode::kAuto);
+  EXPECT_TRUE(r.options.secret_file.empty());
+  r = Parse({"--protocol", "binary", "--cluster", "on", "--secret-file", "/run/secret"});
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.options.cluster, ClusterMode::kOn);
+  EXPECT_EQ(r.options.secret_file, "/run/secret");
+  r = Parse({"--cluster=off"});  // the single-endpoint path, for either protocol
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.options.cluster, ClusterMode::kOff);
 }
 
 }  // namespace

@@ -84,6 +84,15 @@ std::string FormatJson(const Options& o, const Results& r) {
   if (o.protocol == Protocol::kBinary) {
     field("batching", o.batching ? "true" : "false", false);
     field("sockets", std::to_string(o.sockets > 0 ? o.sockets : o.threads), false);
+    field("cluster", r.cluster ? "true" : "false", false);
+    if (r.cluster) {
+      field("slot_mode", r.slot_mode, true);
+      field("moved", std::to_string(r.moved), false);
+      field("busy_retries", std::to_string(r.busy_retries), false);
+      field("fenced_retries", std::to_string(r.fenced_retries), false);
+      field("connection_retries", std::to_string(r.connection_retries), false);
+      field("topology_refreshes", std::to_string(r.topology_refreshes), false);
+    }
   }
   field("host", o.host, true);
   field("port", std::to_string(o.port), false);
@@ -138,6 +147,11 @@ std::string FormatTable(const Options& o, const Results& r) {
     t += "  libkeep: the connections are callers sharing " +
          std::to_string(o.sockets > 0 ? o.sockets : o.threads) + " socket(s), batching " +
          (o.batching ? "on" : "off") + "\n";
+    if (r.cluster) {
+      t += "  cluster: routed by slot (" + r.slot_mode + "), " + std::to_string(r.moved) +
+           " MOVED followed, " + std::to_string(r.busy_retries) + " BUSY retried, " +
+           std::to_string(r.topology_refreshes) + " topology refreshes\n";
+    }
   }
   t += "\n";
   auto row = [&t](const std::string& name, const std::string& value) {

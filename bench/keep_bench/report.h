@@ -21,6 +21,14 @@ struct Results {
   double throughput = 0;
   Histogram histogram;
   std::string first_error;
+  // --protocol binary against a cluster (libkeep's ClusterClient), summed over its clients.
+  bool cluster = false;
+  std::string slot_mode;  // keyed, crc16 or none (keys not placed by the client)
+  uint64_t moved = 0;     // MOVED followed after the first topology fetch
+  uint64_t busy_retries = 0;
+  uint64_t fenced_retries = 0;
+  uint64_t connection_retries = 0;
+  uint64_t topology_refreshes = 0;
 };
 
 std::string FormatJson(const Options& options, const Results& results);

@@ -160,6 +160,11 @@ void FakeServer::Serve(int fd) {
   fds_.erase(std::remove(fds_.begin(), fds_.end(), fd), fds_.end());
 }
 
+void FakeServer::SetHook(Hook hook) {
+  std::lock_guard<std::mutex> lock(mu_);
+  hook_ = std::move(hook);
+}
+
 std::string FakeServer::Handle(std::string_view frame, std::string_view nonce, bool* authed,
                                std::map<uint32_t, uint64_t>* subs, std::string* extra) {
   bin::Decoder decoder;
@@ -186,6 +191,7 @@ std::string FakeServer::Handle(std::string_view frame, std::string_view nonce, b
     }
     return out;
   }
+  if (hook_ && hook_(r, &out)) return out;
   if (!*authed && r.op != bin::Op::kPing) {
     bin::EncodeErrorText(&out, r.id, bin::Status::kAuth, "AUTH authentication required");
     return out;

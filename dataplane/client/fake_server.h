@@ -4,17 +4,21 @@
 // Test hooks, by key: "busy*" answers BUSY (retry 1 ms) to the first two attempts of each request,
 // "stuck*" always answers BUSY, "slow" never answers, "moved" answers MOVED (for COMMAND, the key
 // is the command's first argument). With reverse_replies, the replies to the requests of one read
-// go out in reverse order.
+// go out in reverse order. SetHook lets a test answer any request but HELLO itself (a cluster
+// member's TOPOLOGY, MOVED, FENCED).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "dataplane/proto/binary_codec.h"
 
 namespace keep::client::testing {
 
@@ -25,8 +29,13 @@ class FakeServer {
     bool reverse_replies = false;
     uint16_t port = 0;
   };
+  // Writes the reply to `request` into *out and returns true, or returns false for the built-in
+  // handling. Runs on the connection's thread with the server's lock held.
+  using Hook = std::function<bool(const proto::binary::RequestView& request, std::string* out)>;
+
   explicit FakeServer(Options options);
   ~FakeServer();
+  void SetHook(Hook hook);
   uint16_t port() const { return port_; }
   // Raw request frames received, in arrival order.
   std::vector<std::string> frames();
@@ -48,6 +57,7 @@ class FakeServer {
   std::mutex mu_;
   std::vector<std::thread> workers_;
   std::vector<int> fds_;
+  Hook hook_;
   std::map<std::string, std::string> store_;
   std::map<std::string, std::string> lock_owner_;
   std::map<std::string, int> busy_count_;

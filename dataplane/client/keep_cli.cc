@@ -17,13 +17,16 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <future>
 #include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
+#include "dataplane/client/cluster_client.h"
 #include "dataplane/client/keep_client.h"
 
 namespace {
@@ -72,6 +75,9 @@ void PrintUsage() {
                "  -h <host>      server host (default 127.0.0.1)\n"
                "  -p <port>      server port (default 7000)\n"
                "  --resp         speak RESP instead of the binary protocol\n"
+               "  --cluster      route each command to the shard owning its key's slot across the\n"
+               "                 cluster's members (-h/-p name any member; the secret below also\n"
+               "                 places keys on slots, else commands follow MOVED)\n"
                "  --secret-file <path>  client secret for the binary HELLO (or KEEP_SECRET in "
                "the\n                 environment; secrets are never taken from flags)\n"
                "  --timeout <ms> per-request timeout (default 5000)\n"
@@ -257,6 +263,65 @@ class BinaryTransport : public Transport {
   keep::client::SyncClient client_;
 };
 
+// --cluster: libkeep's ClusterClient on its own thread. Each command goes to the shard owning
+// its first argument's slot (a keyless command's first argument picks a shard all the same),
+// following MOVED and retrying BUSY.
+class ClusterTransport : public Transport {
+ public:
+  explicit ClusterTransport(const keep::client::Options& options)
+      : work_(boost::asio::make_work_guard(io_)) {
+    keep::client::ClusterOptions o;
+    o.seeds = {{options.host, options.port}};
+    o.connection = options;
+    o.slot_secret = options.secret;
+    cluster_ = keep::client::ClusterClient::Create(io_, std::move(o));
+    thread_ = std::thread([this] { io_.run(); });
+    std::promise<std::optional<keep::client::Error>> started;
+    auto future = started.get_future();
+    boost::asio::post(io_, [&] {
+      cluster_->AsyncStart([&started](auto error) { started.set_value(std::move(error)); });
+    });
+    if (std::optional<keep::client::Error> error = future.get()) {
+      Shutdown();
+      throw *error;
+    }
+  }
+  ~ClusterTransport() override { Shutdown(); }
+  std::string Run(const std::vector<std::string>& args) override {
+    keep::client::Result r = Call(args);
+    if (!r.ok()) return "(error) " + r.error->message() + "\n";
+    std::string out;
+    if (FormatReply(r.body, "", &out) == 0) return "(error) malformed reply\n";
+    return out;
+  }
+  std::string Raw(const std::vector<std::string>& args) override {
+    keep::client::Result r = Call(args);
+    return r.ok() ? r.body : "";
+  }
+
+ private:
+  keep::client::Result Call(const std::vector<std::string>& args) {
+    std::promise<keep::client::Result> done;
+    auto future = done.get_future();
+    boost::asio::post(io_, [&] {
+      cluster_->AsyncCommand(args,
+                             [&done](keep::client::Result r) { done.set_value(std::move(r)); });
+    });
+    return future.get();
+  }
+  void Shutdown() {
+    if (!thread_.joinable()) return;
+    boost::asio::post(io_, [this] { cluster_->Close(); });
+    work_.reset();
+    thread_.join();
+  }
+
+  boost::asio::io_context io_;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
+  std::shared_ptr<keep::client::ClusterClient> cluster_;
+  std::thread thread_;
+};
+
 class RespTransport : public Transport {
  public:
   RespTransport(const std::string& host, uint16_t port) {
@@ -366,6 +431,7 @@ int main(int argc, char** argv) {
   std::string host = "127.0.0.1";
   uint16_t port = 7000;
   bool resp = false;
+  bool cluster = false;
   keep::client::Options options;
   options.client_name = "keep-cli";
   if (const char* secret = std::getenv("KEEP_SECRET"); secret != nullptr) options.secret = secret;
@@ -381,6 +447,8 @@ int main(int argc, char** argv) {
       port = static_cast<uint16_t>(std::atoi(argv[++i]));
     } else if (a == "--resp") {
       resp = true;
+    } else if (a == "--cluster") {
+      cluster = true;
     } else if (a == "--secret-file" && i + 1 < argc) {
       std::ifstream in(argv[++i]);
       if (!in || !std::getline(in, options.secret) || options.secret.empty()) {
@@ -411,11 +479,17 @@ int main(int argc, char** argv) {
 
   std::unique_ptr<Transport> transport;
   try {
+    if (resp && cluster) {
+      std::cerr << "keep-cli: --cluster routes binary requests; it cannot go with --resp\n";
+      return 1;
+    }
+    options.host = host;
+    options.port = port;
     if (resp) {
       transport = std::make_unique<RespTransport>(host, port);
+    } else if (cluster) {
+      transport = std::make_unique<ClusterTransport>(options);
     } else {
-      options.host = host;
-      options.port = port;
       transport = std::make_unique<BinaryTransport>(options);
     }
   } catch (const std::exception& e) {

@@ -326,11 +326,8 @@ void Connection::OnFrame(const bin::ReplyView& reply) {
   }
   Result r;
   r.status = reply.status;
-  if (IsOrdinary(reply.status)) {
-    r.body.assign(reply.body);
-  } else {
-    r.error = ServerError(reply);
-  }
+  r.body.assign(reply.body);
+  if (!IsOrdinary(reply.status)) r.error = ServerError(reply);
   Complete(reply.id, std::move(r));
 }
 

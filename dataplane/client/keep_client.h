@@ -4,7 +4,7 @@
 // any order, BUSY is retried with backoff, every request has a deadline. Requests queued while a
 // write is in flight leave together in the next write (at most max_batch_requests or
 // max_batch_bytes), and a request is never held back to fill a batch. SyncClient wraps it for
-// callers without an event loop. Routing by slot is the cluster issue's job; Router is the seam.
+// callers without an event loop. ClusterClient (cluster_client.h) routes by slot across a cluster.
 #pragma once
 
 // Boost 1.74's asio uses std::exchange without including <utility> (fails on g++ 12).
@@ -38,6 +38,10 @@ enum class ErrorKind {
   kTimeout,     // no reply before the request's deadline
   kConnection,  // connect failed or the connection closed with the request outstanding
   kProtocol,    // the server sent bytes that are not the protocol
+  // A cluster client gave up on a request it kept being refused or could not deliver within its
+  // retry budget (cluster_client.h): status() is the last refusal (BUSY, MOVED, FENCED), ERROR
+  // when the last attempt found no connection.
+  kUnavailable,
 };
 
 class Error : public std::runtime_error {
@@ -61,7 +65,8 @@ class Error : public std::runtime_error {
 };
 
 // One reply. `error` is set for transport failures and for every status other than OK, NIL and
-// LOCKED (those are ordinary outcomes the typed helpers interpret).
+// LOCKED (those are ordinary outcomes the typed helpers interpret). `body` is the reply's body
+// for error statuses too (MOVED's names the endpoint to follow).
 struct Result {
   std::optional<Error> error;
   Status status = Status::kOk;
@@ -102,8 +107,8 @@ struct Endpoint {
   bool operator==(const Endpoint&) const = default;
 };
 
-// Chooses the endpoint for a key. The cluster issue adds a slot-map implementation fed by
-// TOPOLOGY and MOVED.
+// Chooses the endpoint for a key: ClusterRouter (cluster_router.h) follows the cluster's slot
+// map, fed by TOPOLOGY and MOVED.
 class Router {
  public:
   virtual ~Router() = default;
@@ -164,6 +169,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void AsyncConnect(std::function<void(std::optional<Error>)> done);
   void Close();
   bool connected() const { return ready_; }
+  // Closed for good (Close, a failed connect, a lost connection): a new one is needed.
+  bool closed() const { return closed_; }
   const Stats& stats() const { return stats_; }
   uint64_t client_id() const { return client_id_; }
 
