@@ -136,7 +136,8 @@ void ShardedCollector::CollectCommands(std::vector<prometheus::MetricFamily>* ou
   auto errors = Family("keep_command_errors_total", "Commands that answered an error, by command.",
                        prometheus::MetricType::Counter);
   auto duration = Family("keep_command_duration_seconds",
-                         "Time a command spends executing on its owning shard, by command.",
+                         "Time a command spends executing on its owning shard, by command (one "
+                         "command in 16 per shard is timed).",
                          prometheus::MetricType::Histogram);
   double seconds_per_tick = 1.0 / CycleClock::TicksPerSecond();
   for (size_t id = 0; id < command_names_.size(); ++id) {

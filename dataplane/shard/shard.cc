@@ -362,7 +362,6 @@ void Shard::OnReadable(Connection* conn) {
 }
 
 void Shard::ProcessInput(Connection* conn, std::string_view data, bool from_scratch) {
-  StartBatchClock();
   // The first byte picks the protocol (design §2.3): 0x00-0x1f binary, anything else RESP.
   if (!conn->protocol_known && !data.empty()) {
     conn->protocol_known = true;
@@ -511,9 +510,11 @@ void Shard::Dispatch(Connection* conn, std::span<const std::string_view> args) {
 
 void Shard::Execute(const commands::CommandSpec* spec, commands::CommandContext& ctx) {
 #if KEEP_METRICS
-  // One clock read per command: a command's time runs from the end of the one before it in the
-  // same batch (or the batch's start), so it includes parsing it. The clock costs 10-30 ns here,
-  // a visible share of a pipelined GET, and this halves it.
+  // Every command is counted; one in kLatencySampleEvery is timed (two clock reads). Timing every
+  // command cost about 4% of the server CPU of a pipelined GET, well above the noise; a sampled
+  // histogram still gives the quantiles, and the counter gives the rates.
+  const bool timed = (++commands_seen_ & (telemetry::kLatencySampleEvery - 1)) == 0;
+  const uint64_t start = timed ? telemetry::CycleClock::Now() : 0;
   const std::string* out = ctx.reply.buffer();
   size_t before = out->size();
   if (commands::AdmitWrite(*spec, ctx)) {
@@ -522,10 +523,9 @@ void Shard::Execute(const commands::CommandSpec* spec, commands::CommandContext&
     size_t klass = options_.key_classes.ClassOf(ctx.args[spec->first_key]);
     if (klass < metrics_.key_class_count()) metrics_.key_class(klass).refused.Add();
   }
-  uint64_t now = telemetry::CycleClock::Now();
   bool error = out->size() > before && ((*out)[before] == '-' || (*out)[before] == '!');
-  metrics_.RecordCommand(spec->id, now - batch_tick_, error);
-  batch_tick_ = now;
+  metrics_.CountCommand(spec->id, error);
+  if (timed) metrics_.ObserveDuration(spec->id, telemetry::CycleClock::Now() - start);
 #else
   if (commands::AdmitWrite(*spec, ctx)) spec->handler(ctx);
 #endif
@@ -724,7 +724,6 @@ void Shard::OnEnvelope(Envelope* envelope) {
 }
 
 void Shard::DrainInbound() {
-  StartBatchClock();
   for (int from = 0; from < options_.count; ++from) {
     if (from == options_.index) continue;
     SpscRing<Envelope>& ring = group_->ring(from, options_.index);

@@ -151,11 +151,6 @@ class Shard final : public commands::ShardServices {
   void Execute(const commands::CommandSpec* spec, commands::CommandContext& ctx);
   // Copies this shard's figures into its metrics for the scrape (from the timer).
   void PublishMetrics();
-  void StartBatchClock() {
-#if KEEP_METRICS
-    batch_tick_ = telemetry::CycleClock::Now();
-#endif
-  }
   void EnforceMemoryCap();
   void AccountBuffers(Connection* conn);
   void BeginStop();
@@ -196,7 +191,7 @@ class Shard final : public commands::ShardServices {
   const commands::CommandTable& table_;
   core::Store store_;
   telemetry::ShardMetrics& metrics_;
-  uint64_t batch_tick_ = 0;  // CycleClock: when the command being executed began (see Execute)
+  uint64_t commands_seen_ = 0;  // picks the commands whose latency is sampled (see Execute)
   core::SlotTable slot_table_;
   core::Clock clock_;
   int64_t now_ms_ = 0;
