@@ -15,7 +15,7 @@ import urllib.error
 
 import pytest
 import redis
-from helpers.cluster import Cluster, Member, heartbeat_datagram, wait_until
+from helpers.cluster import Cluster, Member, crc16_slot as key_slot, heartbeat_datagram, wait_until
 from helpers.server import is_redis_binary, keep_bin
 
 pytestmark = pytest.mark.skipif(is_redis_binary(keep_bin()),
@@ -42,25 +42,6 @@ def keyed_cluster(server_log_dir, request):
     finally:
         c.close()
     assert not c.problems(), "\n".join(c.problems())
-
-
-def crc16(data: bytes) -> int:
-    crc = 0
-    for b in data:
-        crc ^= b << 8
-        for _ in range(8):
-            crc = ((crc << 1) ^ 0x1021) if crc & 0x8000 else crc << 1
-            crc &= 0xFFFF
-    return crc
-
-
-def key_slot(key: bytes) -> int:
-    s = key.find(b"{")
-    if s >= 0:
-        e = key.find(b"}", s + 1)
-        if e > s + 1:
-            key = key[s + 1:e]
-    return crc16(key) % 16384
 
 
 @pytest.mark.timeout(60)

@@ -13,7 +13,7 @@ import threading
 import time
 
 import pytest
-from helpers.cluster import Cluster, wait_until
+from helpers.cluster import Cluster, crc16_slot, wait_until
 from helpers.resp import ConnectionClosed, RawConnection, ReplyTimeout
 from helpers.server import is_redis_binary, keep_bin
 
@@ -213,16 +213,6 @@ def test_join_pulls_the_slots_it_gains(make_cluster):
         router.close()
 
 
-def crc16(data: bytes) -> int:
-    crc = 0
-    for b in data:
-        crc ^= b << 8
-        for _ in range(8):
-            crc = ((crc << 1) ^ 0x1021) if crc & 0x8000 else crc << 1
-            crc &= 0xFFFF
-    return crc
-
-
 UNDER_LOAD_KEYS = 200_000
 
 
@@ -268,7 +258,7 @@ def test_200k_acknowledged_keys_survive_a_leave_and_a_join_under_load(make_clust
                 if router.retries > retries:
                     busy_ms.append((time.monotonic() - t0) * 1000)
                 if kind == 3:
-                    tokens[n].append((crc16(key) % 16384, r.value))
+                    tokens[n].append((crc16_slot(key), r.value))
                 expected[key] = value
                 count[0] += 1
                 i += 3

@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+from helpers.cluster import crc16
 from helpers.differential import Approx, Now, NowMs, Run, Sleep, Sorted, run_pair
 from helpers.resp import RawConnection, Reply, encode_command
 
@@ -715,20 +716,10 @@ def test_debug_populate(raw_pair):
 # Keep's intentional differences (not differential).
 
 
-def _crc16(data: bytes) -> int:
-    crc = 0
-    for b in data:
-        crc ^= b << 8
-        for _ in range(8):
-            crc = ((crc << 1) ^ 0x1021) if crc & 0x8000 else crc << 1
-            crc &= 0xFFFF
-    return crc
-
-
 CROSSSLOT = b"CROSSSLOT Keys in request don't hash to the same slot"
 # Two keys whose CRC16 slots differ (and, with keyed slot hashing, almost surely differ too).
 A, B = b"crossslot:a", b"crossslot:b"
-assert _crc16(A) % 16384 != _crc16(B) % 16384
+assert crc16(A) % 16384 != crc16(B) % 16384
 
 
 @pytest.mark.keep_only

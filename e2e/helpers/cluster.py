@@ -52,6 +52,27 @@ def free_port(host: str, udp_too: bool = False) -> int:
     raise RuntimeError("no free port")
 
 
+def crc16(data: bytes) -> int:
+    """Redis Cluster's CRC16-XMODEM (`--slot-hash crc16`)."""
+    crc = 0
+    for b in data:
+        crc ^= b << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021) if crc & 0x8000 else crc << 1
+            crc &= 0xFFFF
+    return crc
+
+
+def crc16_slot(key: bytes) -> int:
+    """A key's slot under `--slot-hash crc16`, with Redis's hash-tag rule."""
+    s = key.find(b"{")
+    if s >= 0:
+        e = key.find(b"}", s + 1)
+        if e > s + 1:
+            key = key[s + 1:e]
+    return crc16(key) % 16384
+
+
 def wait_until(predicate, timeout: float, interval: float = 0.005, what: str = "condition"):
     deadline = time.monotonic() + timeout
     last = None
