@@ -4,7 +4,9 @@ operator running in a pod with its chart's ServiceAccount, and the KeepClusters 
 cluster up and down under writes with nothing lost."""
 
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -446,17 +448,37 @@ def test_scale_rolling_update_and_operator_restart_under_writes_lose_nothing(
         wait_for(ready_with(5), timeout=240, what="KeepCluster Ready with 5 members")
         print(f"\nscaled to 5: {writes[0]} writes acknowledged")
 
-        # Scale down, and kill the operator as the scale-down starts: the new operator resumes
-        # from the KeepCluster's status (status.operation), whatever step it was at.
-        old_pod = wait_for(lambda: ready_pods(c, OP_NS, "app.kubernetes.io/name=keep-operator"),
-                           timeout=30, what="the operator pod")[0]["metadata"]["name"]
+        # Scale down, and kill the operator (SIGKILL of its process, as a crash) the moment the
+        # first leaving member reports `leaving`, i.e. during its handoff: the restarted operator
+        # resumes from the KeepCluster's status (status.operation). 20 MB of 20 KB values make a
+        # member's handoff last long enough for the kill to land inside it.
+        preload = PodRouter(c, ns, "sc")
+        try:
+            for i in range(1000):
+                key = f"big:{i}".encode()
+                preload.call(key, "SET", key, b"b" * 20000)
+        finally:
+            preload.close()
+        op_pod = wait_for(lambda: ready_pods(c, OP_NS, "app.kubernetes.io/name=keep-operator"),
+                          timeout=30, what="the operator pod")[0]["metadata"]["name"]
+        op_pid = c.container_pid(OP_NS, op_pod)
+        leaver_ip = next(p["status"]["podIP"] for p in running_pods(c, ns, "sc", 5)
+                         if p["metadata"]["name"] == "sc-4")
         c.kubectl("patch", "keepcluster", "sc", "-n", ns, "--type=merge",
                   "-p", json.dumps({"spec": {"members": 3}}))
-        c.kubectl("delete", "pod", old_pod, "-n", OP_NS, "--wait=false")
-        print(f"operator pod {old_pod} deleted as the scale-down started")
-        wait_for(lambda: (p := ready_pods(c, OP_NS, "app.kubernetes.io/name=keep-operator"))
-                 and p[0]["metadata"]["name"] != old_pod, timeout=90,
-                 what="a new operator pod")
+        deadline = time.monotonic() + 60
+        while member_phase(leaver_ip) not in ("leaving", "left"):
+            assert time.monotonic() < deadline, "sc-4 never started leaving"
+            time.sleep(0.002)
+        os.kill(op_pid, signal.SIGKILL)
+        killed_in = member_phase(leaver_ip)
+        print(f"operator killed while sc-4 was {killed_in}")
+
+        def operator_restarted():
+            p = c.get("pod", op_pod, OP_NS)
+            s = p["status"]["containerStatuses"][0]
+            return s["restartCount"] >= 1 and s["ready"]
+        wait_for(operator_restarted, timeout=90, what="the operator restarted and Ready")
         wait_for(ready_with(3), timeout=240, what="KeepCluster Ready with 3 members")
         print(f"scaled to 3: {writes[0]} writes acknowledged")
 
@@ -498,11 +520,18 @@ def test_scale_rolling_update_and_operator_restart_under_writes_lose_nothing(
         for (a1, r1, t1), (a2, r2, t2) in zip(spans, spans[1:]):
             assert r1 <= a2 and t2 > t1, (name, (a1, r1, t1), (a2, r2, t2))
     # The StatefulSet shrank to 3, never below (polled every 0.5 s, so 5 -> 4 -> 3 may show as
-    # one step). That it shrinks only after `left` is the plan's rule (operator/plan_test.cc);
-    # the phases polled here are printed, not asserted: a small leave can finish between polls.
+    # one step), and only after the removed member reported `left` (its phase is polled every
+    # 50 ms; a member that left stays up, in `left`, until the operator shrinks the set).
     assert shrinks and shrinks[-1][1] == 3 and all(a > b >= 3 for a, b, _ in shrinks), shrinks
+    assert all(phase == "left" for _, _, phase in shrinks), shrinks
     print(f"shrinks (from, to, last phase seen of the removed member): {shrinks}")
     print(f"{writes[0]} writes, {len(acknowledged)} keys checked, {len(holds)} lock holds")
+    big = PodRouter(c, ns, "sc")
+    try:
+        assert all(big.call(f"big:{i}".encode(), "STRLEN", f"big:{i}") == 20000
+                   for i in range(1000))
+    finally:
+        big.close()
     c.kubectl("delete", "keepcluster", "sc", "-n", ns, "--wait=true", "--timeout=60s")
 
 
