@@ -196,6 +196,17 @@ Plan PlanStep(const Observation& obs) {
     return plan;
   }
   if (n > spec.members) {
+    // Removing a single member is always one clean leave; more than that in one change must
+    // keep a majority of the current list.
+    const int majority = n / 2 + 1;
+    if (n - spec.members >= 2 && spec.members < majority) {
+      plan.refused = "members " + std::to_string(spec.members) + " is below a majority (" +
+                     std::to_string(majority) + ") of the current " + std::to_string(n) +
+                     " members: scale down to at least " + std::to_string(majority) +
+                     " first, then further";
+      plan.message = "scale-down refused: " + plan.refused;
+      return plan;
+    }
     const std::string& last = plan.list.members.back().id;
     plan.step = Step::kStartLeave;
     plan.member = last;

@@ -74,6 +74,10 @@ struct Plan {
   std::string member;          // the member the step acts on
   bool leave_overdue = false;  // a leave or join is past spec.leave_timeout_seconds
   std::string message;         // what is happening, for status and events
+  // Why the spec's change is not carried out (empty when it is): a scale-down below a majority
+  // of the current list in one change, which would leave the cluster without the members that
+  // vouch for its views while it shrinks.
+  std::string refused;
 };
 
 Plan PlanStep(const Observation& obs);

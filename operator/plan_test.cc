@@ -115,6 +115,31 @@ TEST_F(PlanTest, ScaleDownNeverShrinksBeforeLeft) {
   EXPECT_TRUE(p.operation.empty());
 }
 
+TEST_F(PlanTest, ScaleDownBelowAMajorityInOneChangeIsRefused) {
+  Settled(5);
+  obs.spec.members = 2;  // a majority of 5 is 3
+  Plan p = PlanStep(obs);
+  EXPECT_EQ(p.step, Step::kSteady);
+  EXPECT_TRUE(p.operation.empty());
+  EXPECT_EQ(p.list.members.size(), 5u);
+  EXPECT_NE(p.refused.find("below a majority (3) of the current 5"), std::string::npos)
+      << p.refused;
+  // In steps it goes: 5 -> 3 starts a leave, and from 3, 2 is a majority again.
+  obs.spec.members = 3;
+  EXPECT_EQ(PlanStep(obs).step, Step::kStartLeave);
+  EXPECT_TRUE(PlanStep(obs).refused.empty());
+  Settled(3);
+  obs.spec.members = 1;  // two of three at once: refused
+  EXPECT_FALSE(PlanStep(obs).refused.empty());
+  obs.spec.members = 2;
+  p = PlanStep(obs);
+  EXPECT_EQ(p.step, Step::kStartLeave);
+  EXPECT_TRUE(p.refused.empty());
+  Settled(2);
+  obs.spec.members = 1;  // one member at a time is always allowed
+  EXPECT_EQ(PlanStep(obs).step, Step::kStartLeave);
+}
+
 TEST_F(PlanTest, ACleanExitAfterTheLeaveCountsAsLeft) {
   Settled(4);
   obs.spec.members = 3;

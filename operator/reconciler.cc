@@ -256,6 +256,9 @@ Json Reconciler::BuildStatus(const Observation& obs, const Plan& plan, const Jso
   if (!extra_degraded.empty()) {
     degraded_reason = "ReconcileFailed";
     degraded_message = extra_degraded;
+  } else if (!plan.refused.empty()) {
+    degraded_reason = "ScaleRefused";
+    degraded_message = plan.refused;
   } else if (plan.leave_overdue) {
     degraded_reason = "MembershipChangeOverdue";
     degraded_message =
