@@ -343,7 +343,7 @@ def test_scale_rolling_update_and_operator_restart_under_writes_lose_nothing(
     writes = [0]
     errors: list[str] = []
     holds: list[tuple[str, int, float, float]] = []  # (lock, token, acquired, released)
-    shrinks: list[tuple[int, int, str]] = []  # (from, to, phase of the removed member)
+    shrinks: list[tuple[int, int, str, bool]] = []  # (from, to, removed, it had left before)
     stop = threading.Event()
 
     def writer():
@@ -384,40 +384,64 @@ def test_scale_rolling_update_and_operator_restart_under_writes_lose_nothing(
         finally:
             router.close()
 
+    left_at: dict[str, float] = {}  # member -> when it was first seen reporting `left`
+    watch_proc: list[subprocess.Popen] = []
+
     def watch_shrinks():
-        """Records every StatefulSet shrink with the last phase the removed member reported.
-        The members' phases are polled every 50 ms straight from their admin ports; the API
-        server (a kubectl process per call) every 0.5 s."""
-        last_phase: dict[str, str] = {}
-        ips: dict[str, str] = {}
+        """Streams the StatefulSet (kubectl --watch) and records every shrink with the time it
+        was seen, and whether the removed member had reported `left` before it."""
+        proc = subprocess.Popen(
+            ["kubectl", "get", "statefulset", "sc", "-n", ns, "--watch", "--output-watch-events",
+             "-o", "jsonpath={.object.spec.replicas}{\"\\n\"}"],
+            env=c.env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        watch_proc.append(proc)
         replicas = None
-        next_api = 0.0
-        while not stop.is_set():
-            if time.monotonic() >= next_api:
-                next_api = time.monotonic() + 0.5
-                try:
-                    items = json.loads(c.kubectl("get", "statefulset,pods", "-n", ns, "-l",
-                                                 "keep.dev/cluster=sc", "-o", "json").stdout)
-                except Exception:  # noqa: BLE001 - the API server is busy; try again
+        try:
+            for line in proc.stdout:
+                if stop.is_set():
+                    break
+                if not line.strip().isdigit():
                     continue
-                for obj in items["items"]:
-                    if obj["kind"] == "Pod" and obj["status"].get("podIP"):
-                        ips[obj["metadata"]["name"]] = obj["status"]["podIP"]
-                    elif obj["kind"] == "StatefulSet":
-                        now = obj["spec"]["replicas"]
-                        if replicas is not None and now < replicas:
-                            shrinks.append((replicas, now, last_phase.get(f"sc-{now}", "?")))
-                        replicas = now
-            for name, ip in ips.items():
-                phase = member_phase(ip)
-                if phase:
-                    last_phase[name] = phase
-            time.sleep(0.05)
+                now = int(line)
+                if replicas is not None and now < replicas:
+                    for gone in range(now, replicas):
+                        name = f"sc-{gone}"
+                        shrinks.append((replicas, now, name, name in left_at))
+                replicas = now
+        finally:
+            proc.kill()
+
+    def watch_phases():
+        """Polls the two members a scale-down to 3 removes, every 10 ms, for `left`."""
+        while not stop.is_set():
+            for name in ("sc-3", "sc-4"):
+                try:
+                    p = [x for x in router_ips.get() if x[0] == name]
+                except Exception:  # noqa: BLE001
+                    p = []
+                if p and name not in left_at and member_phase(p[0][1]) == "left":
+                    left_at[name] = time.monotonic()
+            time.sleep(0.01)
+
+    class _Ips:
+        """Pod name -> IP, refreshed from the API server at most every 0.5 s."""
+        def __init__(self):
+            self.at, self.items = 0.0, []
+
+        def get(self):
+            if time.monotonic() - self.at > 0.5:
+                self.at = time.monotonic()
+                pods = c.get("pods", namespace=ns, selector="keep.dev/cluster=sc")["items"]
+                self.items = [(x["metadata"]["name"], x["status"]["podIP"]) for x in pods
+                              if x["status"].get("podIP")]
+            return self.items
+    router_ips = _Ips()
 
     threads = [threading.Thread(target=writer, daemon=True),
                threading.Thread(target=locker, args=(b"locker-a",), daemon=True),
                threading.Thread(target=locker, args=(b"locker-b",), daemon=True),
-               threading.Thread(target=watch_shrinks, daemon=True)]
+               threading.Thread(target=watch_shrinks, daemon=True),
+               threading.Thread(target=watch_phases, daemon=True)]
     for t in threads:
         t.start()
 
@@ -448,6 +472,14 @@ def test_scale_rolling_update_and_operator_restart_under_writes_lose_nothing(
         wait_for(ready_with(5), timeout=240, what="KeepCluster Ready with 5 members")
         print(f"\nscaled to 5: {writes[0]} writes acknowledged")
 
+        # 5 -> 1 in one change would drop below a majority of the list: refused, with a reason.
+        c.kubectl("patch", "keepcluster", "sc", "-n", ns, "--type=merge",
+                  "-p", json.dumps({"spec": {"members": 1}}))
+        refused = wait_for(lambda: (d := condition(kc_status(c, ns, "sc"), "Degraded"))
+                           .get("reason") == "ScaleRefused" and d, timeout=60,
+                           what="the 5 -> 1 scale-down refused")
+        assert "majority (3)" in refused["message"], refused
+        assert len(running_pods(c, ns, "sc", 5) or []) == 5
         # Scale down, and kill the operator (SIGKILL of its process, as a crash) the moment the
         # first leaving member reports `leaving`, i.e. during its handoff: the restarted operator
         # resumes from the KeepCluster's status (status.operation). 20 MB of 20 KB values make a
@@ -500,6 +532,8 @@ def test_scale_rolling_update_and_operator_restart_under_writes_lose_nothing(
         assert not errors, errors
     finally:
         stop.set()
+        for proc in watch_proc:
+            proc.kill()
         for t in threads:
             t.join(timeout=120)
     assert not errors, errors
@@ -519,12 +553,12 @@ def test_scale_rolling_update_and_operator_restart_under_writes_lose_nothing(
         spans.sort()
         for (a1, r1, t1), (a2, r2, t2) in zip(spans, spans[1:]):
             assert r1 <= a2 and t2 > t1, (name, (a1, r1, t1), (a2, r2, t2))
-    # The StatefulSet shrank to 3, never below (polled every 0.5 s, so 5 -> 4 -> 3 may show as
-    # one step), and only after the removed member reported `left` (its phase is polled every
-    # 50 ms; a member that left stays up, in `left`, until the operator shrinks the set).
-    assert shrinks and shrinks[-1][1] == 3 and all(a > b >= 3 for a, b, _ in shrinks), shrinks
-    assert all(phase == "left" for _, _, phase in shrinks), shrinks
-    print(f"shrinks (from, to, last phase seen of the removed member): {shrinks}")
+    # The StatefulSet shrank to 3 one member at a time, never below, and each removed member
+    # had reported `left` (polled every 10 ms) before the shrink was streamed.
+    removed = sorted(name for _, _, name, _ in shrinks)
+    assert removed == ["sc-3", "sc-4"] and all(b >= 3 for _, b, _, _ in shrinks), shrinks
+    assert all(was_left for _, _, _, was_left in shrinks), shrinks
+    print(f"shrinks (from, to, removed, had reported left): {shrinks}")
     print(f"{writes[0]} writes, {len(acknowledged)} keys checked, {len(holds)} lock holds")
     big = PodRouter(c, ns, "sc")
     try:
