@@ -29,18 +29,6 @@ pytestmark = pytest.mark.skipif(is_redis_binary(keep_bin()),
 CLUSTERDOWN = b"CLUSTERDOWN The cluster is down"
 
 
-def close(c: Cluster) -> list[str]:
-    """Stops every member and returns the problems found (crash reports, bad exits). Tearing a
-    whole cluster down, the last members cannot hand their slots to anyone (a member leaves only
-    while it hears a majority) and are killed after a short wait: -9 is expected then."""
-    try:
-        for m in c.members:
-            m.stop(timeout=3)
-    finally:
-        c.close()
-    return c.problems(allowed_exits=(0, -9))
-
-
 def start(c: Cluster) -> Cluster:
     """Starts the cluster; when it does not settle, the failure shows each member's view and the
     tail of its log, which is what tells a stuck handoff from a member that never came up."""
@@ -68,7 +56,7 @@ def cluster(server_log_dir):
         start(c)
         yield c
     finally:
-        problems = close(c)
+        problems = c.teardown(allowed_exits=(0, -9))
     assert not problems, "\n".join(problems)
 
 
@@ -84,7 +72,7 @@ def make_cluster(server_log_dir, request):
     yield make
     problems = []
     for c in made:
-        problems += close(c)
+        problems += c.teardown(allowed_exits=(0, -9))
     assert not problems, "\n".join(problems)
 
 

@@ -66,17 +66,6 @@ def owners_by_slot(member) -> list[tuple[str, int] | None]:
     return owners
 
 
-def close(c: Cluster) -> list[str]:
-    """As in test_binary_cluster.py: the last members of a torn-down cluster cannot hand their
-    slots to anyone and are killed after a short wait."""
-    try:
-        for m in c.members:
-            m.stop(timeout=3)
-    finally:
-        c.close()
-    return c.problems(allowed_exits=(0, -9))
-
-
 @pytest.fixture
 def cluster(server_log_dir, request):
     c = Cluster(3, server_log_dir, name=request.node.name[:40], shards=2, shard_ports=True)
@@ -84,7 +73,7 @@ def cluster(server_log_dir, request):
         c.start()
         yield c
     finally:
-        problems = close(c)
+        problems = c.teardown(allowed_exits=(0, -9))
     assert not problems, "\n".join(problems)
 
 
@@ -265,5 +254,5 @@ def test_crc16_slots_are_placed_without_a_secret(server_log_dir):
                       "3000", "--connections", "4", secret=False)
         assert (d["slot_mode"], d["moved"], d["errors"], d["nils"]) == ("crc16", 0, 0, 0), d
     finally:
-        problems = close(c)
+        problems = c.teardown(allowed_exits=(0, -9))
     assert not problems, "\n".join(problems)

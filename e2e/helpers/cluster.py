@@ -313,6 +313,11 @@ class Cluster:
             for m in self.members:
                 m.stop()
 
+    def teardown(self, allowed_exits=(0,)) -> list[str]:
+        """close(), then the problems found (see problems())."""
+        self.close()
+        return self.problems(allowed_exits)
+
     def problems(self, allowed_exits=(0,)) -> list[str]:
         """After close(): members that exited badly or logged a crash/sanitizer report."""
         out = []
