@@ -444,3 +444,43 @@ def test_concurrent_abuse_while_serving(keep_server):
         for t in threads:
             t.join(5)
     assert not errors, errors[:5]
+
+
+def test_deep_pipeline_of_mixed_forms_then_a_protocol_error(raw, keep_server):
+    """A pipeline far deeper than what a connection runs per turn, multibulk and inline requests
+    mixed, on keys of every shard, ending in a protocol error: every request is answered in order,
+    then the error, then the close; another client is served meanwhile."""
+    wire, want = [], []
+    counter = 0
+    for i in range(30000):
+        if i % 7 == 0:
+            wire.append(b"PING\r\n")
+            want.append(Reply("simple", b"PONG"))
+        elif i % 7 == 1:
+            counter += 1
+            wire.append(b"INCR deep:ctr\r\n")
+            want.append(Reply("int", counter))
+        elif i % 2 == 0:
+            wire.append(encode_command("SET", f"deep:{i}", f"v{i}"))
+            want.append(Reply("simple", b"OK"))
+        else:
+            wire.append(encode_command("GET", f"deep:{i - 1}"))
+            was_set = (i - 1) % 7 > 1
+            want.append(Reply("bulk", f"v{i - 1}".encode()) if was_set else Reply("bulk", None))
+    wire.append(b"*1\r\n$1073741824\r\n")
+    c = raw(keep_server)
+    other = raw(keep_server)
+    sender = threading.Thread(target=c.send_draining, args=(b"".join(wire), 30))
+    sender.start()
+    seen = []
+    try:
+        for _ in range(20):
+            seen.append(other.call("GET", "deep:ctr", timeout=5))
+    finally:
+        sender.join(30)
+    got = c.read_replies(len(want), timeout=30)
+    bad = [(i, g, w) for i, (g, w) in enumerate(zip(got, want)) if g != w]
+    assert not bad, f"{len(bad)} replies wrong or out of order; first: {bad[:5]}"
+    assert c.read_reply(timeout=5) == err("ERR Protocol error: invalid bulk length")
+    assert c.wait_closed(5)
+    assert all(r.kind in ("bulk", "nil") for r in seen), seen

@@ -46,6 +46,7 @@ ShardStats SumStats(const CombineInput& input) {
   static_assert(kFields * sizeof(uint64_t) == sizeof(ShardStats));
   auto* sum = reinterpret_cast<uint64_t*>(&total);
   uint64_t max_lag = 0;
+  uint64_t max_turn = 0;
   uint64_t max_memory = 0;
   for (PartResult* part : input.parts) {
     if (part == nullptr || part->resp.size() != sizeof(ShardStats)) continue;
@@ -55,9 +56,11 @@ ShardStats SumStats(const CombineInput& input) {
     ShardStats shard;
     std::memcpy(&shard, part->resp.data(), sizeof(shard));
     max_lag = std::max(max_lag, shard.expiry_lag_ms);
+    max_turn = std::max(max_turn, shard.eventloop_duration_max_us);
     max_memory = std::max(max_memory, shard.maxmemory);
   }
   total.expiry_lag_ms = max_lag;
+  total.eventloop_duration_max_us = max_turn;
   total.maxmemory = max_memory;  // every shard reports the member's cap
   return total;
 }
@@ -192,6 +195,9 @@ void CombineInfo(const CombineInput& input, proto::ReplyWriter& reply) {
     Line(&out, "keyspace_misses", stats.keyspace_misses);
     Line(&out, "cross_shard_requests", stats.cross_shard_requests);
     Line(&out, "pubsub_dropped_events", stats.pubsub_dropped_events);
+    Line(&out, "eventloop_cycles", stats.eventloop_cycles);
+    Line(&out, "eventloop_duration_sum", stats.eventloop_duration_sum_us);
+    Line(&out, "eventloop_duration_max", stats.eventloop_duration_max_us);
   }
   if (want("replication")) {
     section("Replication");

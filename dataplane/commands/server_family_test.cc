@@ -35,8 +35,15 @@ TEST_F(ServerFamilyTest, InfoSumsShardsAndSelectsSections) {
   EXPECT_EQ(Run({"INFO", "nosuchsection"}), resp::Bulk(""));
   // Counters add up over shards; expiry lag is the worst shard's, not a sum.
   services_.stats_.expiry_lag_ms = 40;
+  services_.stats_.eventloop_cycles = 3;
+  services_.stats_.eventloop_duration_sum_us = 70;
+  services_.stats_.eventloop_duration_max_us = 50;
   std::string stats = Run({"INFO", "stats"});
   EXPECT_NE(stats.find("expiry_lag_ms:40\r\n"), std::string::npos) << stats;
+  // Turns and their time add up; the longest turn is the worst shard's.
+  EXPECT_NE(stats.find("eventloop_cycles:6\r\n"), std::string::npos) << stats;
+  EXPECT_NE(stats.find("eventloop_duration_sum:140\r\n"), std::string::npos) << stats;
+  EXPECT_NE(stats.find("eventloop_duration_max:50\r\n"), std::string::npos) << stats;
   EXPECT_TRUE(RunResp3({"INFO", "keyspace"}).starts_with("="));
 }
 

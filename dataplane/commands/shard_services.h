@@ -43,6 +43,12 @@ struct ShardStats {
   uint64_t expiry_lag_ms = 0;
   // Binary subscription events a slow subscriber lost (its output was over the limit).
   uint64_t pubsub_dropped_events = 0;
+  // Event-loop turns and the time they worked (not the wait in epoll_wait), as Redis's
+  // eventloop_cycles / eventloop_duration_sum; the longest turn is what a request that arrived
+  // at its start waited at worst (the member's figure is the largest shard's).
+  uint64_t eventloop_cycles = 0;
+  uint64_t eventloop_duration_sum_us = 0;
+  uint64_t eventloop_duration_max_us = 0;
   // Memory: used_bytes is what the cap measures (live allocations and connection buffers);
   // reserved_bytes what the store holds from the OS (Store::UsedBytes); maxmemory the cap.
   uint64_t reserved_bytes = 0;

@@ -1,5 +1,7 @@
 #include "dataplane/core/chunk_pool.h"
 
+#include "dataplane/core/chunk_prefaulter.h"
+
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -41,15 +43,26 @@ ChunkPool::~ChunkPool() {
 }
 
 void* ChunkPool::MapChunk() {
+  reserved_bytes_ += kChunkSize;
+  return MapFresh();
+}
+
+void ChunkPool::UnmapFresh(void* chunk) { munmap(chunk, kChunkSize); }
+
+void* ChunkPool::TakePrefaulted() {
+  if (prefaulter_ == nullptr) return nullptr;
+  void* chunk = prefaulter_->Take(prefaulter_index_);
+  if (chunk != nullptr) reserved_bytes_ += kChunkSize;
+  return chunk;
+}
+
+void* ChunkPool::MapFresh() {
   constexpr size_t kSize = kChunkSize;
 #ifdef MAP_HUGETLB
   if (HugeTlbAvailable()) {
     void* p = mmap(nullptr, kSize, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
-    if (p != MAP_FAILED) {
-      reserved_bytes_ += kSize;
-      return p;
-    }
+    if (p != MAP_FAILED) return p;
   }
 #endif
   // Over-map and trim so the chunk is aligned and the kernel can use one huge page for it.
@@ -65,7 +78,6 @@ void* ChunkPool::MapChunk() {
 #ifdef MADV_HUGEPAGE
   madvise(p, kSize, MADV_HUGEPAGE);
 #endif
-  reserved_bytes_ += kSize;
   return p;
 }
 
@@ -86,6 +98,7 @@ void* ChunkPool::Acquire() {
     released_.pop_back();
     return p;
   }
+  if (void* p = TakePrefaulted()) return p;
   return MapChunk();
 }
 
@@ -115,7 +128,8 @@ void ChunkPool::Maintain() {
     released_.pop_back();
   }
   Drain();
-  if (spare_ == nullptr) {
+  if (spare_ == nullptr) spare_ = TakePrefaulted();
+  if (spare_ == nullptr && prefaulter_ == nullptr) {
     spare_ = MapChunk();
     // Fault it in now, between requests, rather than on the first write of a request.
     auto* bytes = static_cast<volatile char*>(spare_);

@@ -13,6 +13,8 @@
 
 namespace keep::core {
 
+class ChunkPrefaulter;
+
 class ChunkPool {
  public:
   static constexpr size_t kChunkSize = size_t{2} << 20;
@@ -36,6 +38,18 @@ class ChunkPool {
   // untouched pages cost nothing resident (after the store was emptied).
   void Trim();
 
+  // Chunks come faulted in from `prefaulter` (its pool `index`) when it has one ready; without a
+  // prefaulter, Maintain faults the spare in itself.
+  void SetPrefaulter(ChunkPrefaulter* prefaulter, int index) {
+    prefaulter_ = prefaulter;
+    prefaulter_index_ = index;
+  }
+
+  // A fresh kChunkSize-aligned mapping of kChunkSize bytes (huge pages where available), not
+  // counted by any pool; UnmapFresh undoes it. For the prefaulter.
+  static void* MapFresh();
+  static void UnmapFresh(void* chunk);
+
   // Everything currently mapped: chunks in use, the spare, queued releases, large mappings.
   size_t reserved_bytes() const { return reserved_bytes_; }
   size_t chunks_in_use() const { return chunks_in_use_; }
@@ -47,6 +61,10 @@ class ChunkPool {
   void UnmapChunk(void* chunk);
   void Drain();
 
+  void* TakePrefaulted();
+
+  ChunkPrefaulter* prefaulter_ = nullptr;
+  int prefaulter_index_ = 0;
   void* spare_ = nullptr;
   std::vector<void*> released_;
   std::vector<std::pair<void*, size_t>> released_large_;

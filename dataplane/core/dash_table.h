@@ -103,6 +103,32 @@ class DashTable {
     return nullptr;
   }
 
+  // Prefetching for a batch of lookups: PrefetchGroup(h) for every key of the batch, then
+  // PrefetchRecord(h) for every key (its group has arrived by then), then the Finds, whose misses
+  // are then paid once and in parallel instead of one after another.
+  void PrefetchGroup(uint64_t hash) const {
+    const Segment* seg = SegmentFor(hash);
+    const uint8_t* group = GroupAt(seg, Home(SlotBits(hash), GroupCount(seg)));
+    __builtin_prefetch(group);
+    __builtin_prefetch(group + 64);
+    __builtin_prefetch(group + 128);
+  }
+  // Starts loading the first `lines` cache lines of the record the home group's first candidate
+  // slot points to (nothing when the group has no candidate: a miss needs no record).
+  void PrefetchRecord(uint64_t hash, int lines) const {
+    const Segment* seg = SegmentFor(hash);
+    const uint64_t bits = SlotBits(hash);
+    uint8_t* group = GroupAt(seg, Home(bits, GroupCount(seg)));
+    const Slot* slots = SlotsOf(group);
+    for (uint32_t m = MatchTag(group, hash & 0x7F); m != 0; m &= m - 1) {
+      const Slot slot = slots[std::countr_zero(m)];
+      if ((slot >> kBitsShift) != bits) continue;
+      const auto* record = static_cast<const uint8_t*>(Pointer(slot));
+      for (int line = 0; line < lines; ++line) __builtin_prefetch(record + 64 * line);
+      return;
+    }
+  }
+
   // Adds an entry for a key known to be absent. `payload` is the record pointer, optionally with
   // kExpiryBit. May restructure one segment: every Slot* obtained before is invalid afterwards.
   Slot* Insert(uint64_t hash, Slot payload);

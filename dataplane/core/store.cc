@@ -262,6 +262,15 @@ Store::Ref Store::Find(std::string_view key) {
   return RefOf(slot);
 }
 
+void Store::PrefetchSlot(std::string_view key) const {
+  impl_->table.PrefetchGroup(impl_->Hash(key));
+}
+
+void Store::PrefetchRecord(std::string_view key) const {
+  // Header, key and a small value: a GET of a 128-byte value reads three lines.
+  impl_->table.PrefetchRecord(impl_->Hash(key), 3);
+}
+
 Store::Ref Store::Insert(std::string_view key, std::string_view value, ValueType type) {
   Impl& m = *impl_;
   const uint64_t hash = m.Hash(key);
@@ -526,6 +535,10 @@ Store::MemoryStats Store::GetMemoryStats() const {
 }
 int64_t Store::ExpiryLagMs() const { return std::max(impl_->lag_current, impl_->lag_previous); }
 void Store::Maintain() { impl_->pool.Maintain(); }
+
+void Store::UsePrefaulter(ChunkPrefaulter* prefaulter, int index) {
+  impl_->pool.SetPrefaulter(prefaulter, index);
+}
 
 void Store::Clear() {
   Impl& m = *impl_;

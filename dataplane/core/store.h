@@ -23,6 +23,8 @@
 
 namespace keep::core {
 
+class ChunkPrefaulter;
+
 enum class ValueType : uint8_t { kString = 0, kLock = 1 };
 
 inline constexpr int64_t kNoExpiry = -1;
@@ -46,6 +48,11 @@ class Store {
 
   // nullptr when absent or expired (an expired key is erased on the way).
   Ref Find(std::string_view key);
+  // Hides the cache misses of a batch of lookups (pipelined requests) behind each other: call
+  // PrefetchSlot for each key of the batch, then PrefetchRecord for each, then execute them.
+  // Hints only: no effect on contents, harmless for keys that are absent or never looked up.
+  void PrefetchSlot(std::string_view key) const;
+  void PrefetchRecord(std::string_view key) const;
   // Inserts an absent key (call Find first) with no expiry.
   Ref Insert(std::string_view key, std::string_view value, ValueType type = ValueType::kString);
   // False when absent or already expired (an expired key is erased and counted as expired).
@@ -125,6 +132,9 @@ class Store {
   // Returns released memory to the OS and pre-faults a spare chunk; ExpireSome calls it, so the
   // shard need not. Never on a request path: it may map or unmap memory.
   void Maintain();
+
+  // Fresh chunks come faulted in from `prefaulter` (pool `index`), off this store's thread.
+  void UsePrefaulter(ChunkPrefaulter* prefaulter, int index);
 
   uint64_t expired_keys() const { return expired_keys_; }
 

@@ -143,6 +143,8 @@ class Shard final : public commands::ShardServices {
   void WriteAll();
   void Write(Connection* conn);
   bool InputPaused(const Connection* conn) const;
+  // Input is read and executed: not closed, not closing, not paused.
+  bool Admitting(const Connection* conn) const;
   void UpdateInterest(Connection* conn);
   void Close(Connection* conn, const char* reason);
   void MaybeFree(Connection* conn);
@@ -207,6 +209,7 @@ class Shard final : public commands::ShardServices {
   std::vector<std::unique_ptr<Connection>> zombies_;  // closed, replies still in flight
   std::vector<Connection*> write_list_;
   std::vector<Connection*> resume_list_;
+  std::vector<Connection*> resuming_;             // the resume list being run
   std::vector<std::vector<Envelope*>> outbound_;  // per target shard, pushed at the turn's end
   std::unique_ptr<char[]> scratch_;               // one read buffer for every connection
 
@@ -216,6 +219,15 @@ class Shard final : public commands::ShardServices {
 
   commands::RoutePlan plan_;
   std::vector<std::string_view> args_;  // the request being parsed, reused
+  // A batch of parsed pipelined requests (see ProcessInput): their arguments back to back.
+  struct ParsedRequest {
+    uint32_t first_arg = 0;
+    uint32_t arg_count = 0;
+    size_t end = 0;  // input offset just past the request
+  };
+  static constexpr int kRequestBatch = 16;
+  std::array<ParsedRequest, kRequestBatch> batch_;
+  std::vector<std::string_view> batch_args_;
   std::vector<std::string_view> part_args_;
   std::vector<Envelope*> envelope_pool_;
   std::vector<PendingReply*> slot_pool_;

@@ -34,6 +34,7 @@ ShardGroup::ShardGroup(std::vector<ShardOptions> shard_options, core::SlotFuncti
                        int64_t maxclients)
     : metrics_(CommandNames(), KeyClassNames(shard_options),
                static_cast<int>(shard_options.size())),
+      prefaulter_(static_cast<int>(shard_options.size())),
       slot_function_(slot_function),
       facts_(std::move(facts)),
       maxclients_(maxclients),

@@ -13,6 +13,7 @@
 
 #include "dataplane/cluster/view.h"
 #include "dataplane/commands/shard_services.h"
+#include "dataplane/core/chunk_prefaulter.h"
 #include "dataplane/core/slot.h"
 #include "dataplane/shard/shard.h"
 #include "dataplane/shard/spsc_ring.h"
@@ -54,6 +55,8 @@ class ShardGroup {
   const commands::ServerFacts& facts() const { return facts_; }
   // The process's metrics: each shard writes its own cells; the admin endpoint renders them.
   telemetry::MetricsHub& metrics() { return metrics_; }
+  // Faults in fresh memory for the shards' stores (chunk_prefaulter.h).
+  core::ChunkPrefaulter& prefaulter() { return prefaulter_; }
 
   // Admission of a new connection; false when maxclients is reached.
   bool AdmitClient();
@@ -82,6 +85,7 @@ class ShardGroup {
 
  private:
   telemetry::MetricsHub metrics_;
+  core::ChunkPrefaulter prefaulter_;  // before the shards: their stores take chunks from it
   std::vector<std::unique_ptr<Shard>> shards_;
   std::vector<std::unique_ptr<SpscRing<Envelope>>> rings_;
   std::unique_ptr<TaskChannel> tasks_;
