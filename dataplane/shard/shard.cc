@@ -485,7 +485,7 @@ std::string* Shard::ReplyTarget(Connection* conn) {
 }
 
 void Shard::Dispatch(Connection* conn, std::span<const std::string_view> args) {
-  conn->client.last_command.assign(args[0]);
+  if (conn->client.last_command != args[0]) conn->client.last_command.assign(args[0]);
   if (!conn->client.authenticated && !IsAuthExempt(args[0])) {
     proto::ReplyWriter(ReplyTarget(conn), conn->client.resp_version)
         .Error("NOAUTH Authentication required.");
