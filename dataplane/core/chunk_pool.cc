@@ -44,7 +44,9 @@ ChunkPool::~ChunkPool() {
 
 void* ChunkPool::MapChunk() {
   reserved_bytes_ += kChunkSize;
-  return MapFresh();
+  // With a prefaulter, a chunk mapped here is one it did not have ready: it will be faulted in
+  // by requests, so a page at a time rather than a huge page's worth in one request.
+  return MapFresh(prefaulter_ == nullptr);
 }
 
 void ChunkPool::UnmapFresh(void* chunk) { munmap(chunk, kChunkSize); }
@@ -56,10 +58,10 @@ void* ChunkPool::TakePrefaulted() {
   return chunk;
 }
 
-void* ChunkPool::MapFresh() {
+void* ChunkPool::MapFresh(bool huge_pages) {
   constexpr size_t kSize = kChunkSize;
 #ifdef MAP_HUGETLB
-  if (HugeTlbAvailable()) {
+  if (huge_pages && HugeTlbAvailable()) {
     void* p = mmap(nullptr, kSize, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
     if (p != MAP_FAILED) return p;
@@ -76,7 +78,7 @@ void* ChunkPool::MapFresh() {
     munmap(reinterpret_cast<void*>(aligned + kSize), end - aligned - kSize);
   void* p = reinterpret_cast<void*>(aligned);
 #ifdef MADV_HUGEPAGE
-  madvise(p, kSize, MADV_HUGEPAGE);
+  if (huge_pages) madvise(p, kSize, MADV_HUGEPAGE);
 #endif
   return p;
 }

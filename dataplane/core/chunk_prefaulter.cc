@@ -35,15 +35,16 @@ void* ChunkPrefaulter::Take(int pool) {
 
 void ChunkPrefaulter::Run() {
   pthread_setname_np(pthread_self(), "keep-prefault");
-  // Lowest priority: it must not take a core from a shard while both are runnable (a chunk's
-  // faults take milliseconds); it runs in the gaps, and a pool that finds nothing ready maps its
-  // own chunk as before.
+  // Lowest priority of the normal policy: a chunk's faults take milliseconds (several in a
+  // virtual machine growing into memory its host has not backed yet), which should come out of
+  // idle time. Not SCHED_IDLE: on cores the shards keep busy it would starve, and the shards would
+  // then fault their own chunks on requests. A pool that finds nothing ready maps its own chunk.
   setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 19);
   while (!stop_.load(std::memory_order_acquire)) {
     const uint64_t seen = taken_.load(std::memory_order_acquire);
     for (int i = 0; i < pools_ && !stop_.load(std::memory_order_relaxed); ++i) {
       if (ready_[i].chunk.load(std::memory_order_relaxed) != nullptr) continue;
-      void* chunk = ChunkPool::MapFresh();
+      void* chunk = ChunkPool::MapFresh(/*huge_pages=*/true);
       auto* bytes = static_cast<volatile char*>(chunk);
       for (size_t offset = 0; offset < ChunkPool::kChunkSize; offset += 4096) bytes[offset] = 0;
       ready_[i].chunk.store(chunk, std::memory_order_release);
