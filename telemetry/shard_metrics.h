@@ -77,6 +77,8 @@ enum class ShardValue : size_t {
   kExpiryLagMs,
   kExpiredKeys,
   kEvictedKeys,
+  kFragmentedBytes,
+  kDefragMoves,
   kConnectedClients,
   kConnectionsReceived,
   kRejectedConnections,

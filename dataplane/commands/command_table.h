@@ -30,6 +30,10 @@ class CommandTable {
     size_t operator()(std::string_view name) const { return std::hash<std::string_view>()(name); }
   };
   std::unordered_map<std::string, const CommandSpec*, NameHash, std::equal_to<>> by_name_;
+  // Unique per table for the life of the process, so Find's per-thread memory of the last spelling
+  // never answers for another table (one built later at the same address, as tests do).
+  uint64_t serial_ = NextSerial();
+  static uint64_t NextSerial();
   std::vector<std::unique_ptr<CommandSpec>> owned_;
   std::vector<const CommandSpec*> all_;
 };

@@ -171,6 +171,18 @@ void CombineInfo(const CombineInput& input, proto::ReplyWriter& reply) {
     Line(&out, "used_memory_reserved", stats.reserved_bytes);
     Line(&out, "maxmemory", stats.maxmemory);
     Line(&out, "maxmemory_human", HumanBytes(stats.maxmemory));
+    // As Redis: free space inside the allocator's pages, and its share of what they hold.
+    Line(&out, "allocator_frag_bytes", stats.allocator_frag_bytes);
+    {
+      char ratio[32];
+      const uint64_t live = stats.used_bytes;
+      snprintf(ratio, sizeof(ratio), "%.2f",
+               live == 0 ? 1.0
+                         : static_cast<double>(live + stats.allocator_frag_bytes) /
+                               static_cast<double>(live));
+      Line(&out, "allocator_frag_ratio", std::string(ratio));
+    }
+    Line(&out, "active_defrag_running", stats.active_defrag_running);
     Line(&out, "maxmemory_policy", MaxmemoryPolicy());
     Line(&out, "mem_clients_normal",
          stats.client_output_buffer_bytes + stats.client_query_buffer_bytes);
@@ -191,6 +203,8 @@ void CombineInfo(const CombineInput& input, proto::ReplyWriter& reply) {
     Line(&out, "expired_keys", stats.expired_keys);
     Line(&out, "expiry_lag_ms", stats.expiry_lag_ms);
     Line(&out, "evicted_keys", stats.evicted_keys);
+    Line(&out, "active_defrag_hits", stats.active_defrag_hits);
+    Line(&out, "active_defrag_misses", stats.active_defrag_misses);
     Line(&out, "keyspace_hits", stats.keyspace_hits);
     Line(&out, "keyspace_misses", stats.keyspace_misses);
     Line(&out, "cross_shard_requests", stats.cross_shard_requests);

@@ -44,6 +44,17 @@ TEST_F(ServerFamilyTest, InfoSumsShardsAndSelectsSections) {
   EXPECT_NE(stats.find("eventloop_cycles:6\r\n"), std::string::npos) << stats;
   EXPECT_NE(stats.find("eventloop_duration_sum:140\r\n"), std::string::npos) << stats;
   EXPECT_NE(stats.find("eventloop_duration_max:50\r\n"), std::string::npos) << stats;
+  // Defragmentation: shards' figures add up; the ratio is of the member's totals.
+  services_.stats_.used_bytes = 400;
+  services_.stats_.allocator_frag_bytes = 100;
+  services_.stats_.active_defrag_running = 1;
+  services_.stats_.active_defrag_hits = 7;
+  std::string memory = Run({"INFO", "memory"});
+  EXPECT_NE(memory.find("allocator_frag_bytes:200\r\n"), std::string::npos) << memory;
+  EXPECT_NE(memory.find("allocator_frag_ratio:1.25\r\n"), std::string::npos) << memory;
+  EXPECT_NE(memory.find("active_defrag_running:2\r\n"), std::string::npos) << memory;
+  stats = Run({"INFO", "stats"});
+  EXPECT_NE(stats.find("active_defrag_hits:14\r\n"), std::string::npos) << stats;
   EXPECT_TRUE(RunResp3({"INFO", "keyspace"}).starts_with("="));
 }
 

@@ -54,6 +54,12 @@ struct ShardStats {
   uint64_t reserved_bytes = 0;
   uint64_t maxmemory = 0;
   uint64_t evicted_keys = 0;
+  // Active defragmentation (Store::DefragSome): free bytes inside the slab's pages, shards with a
+  // pass under way, records moved and records looked at and left.
+  uint64_t allocator_frag_bytes = 0;
+  uint64_t active_defrag_running = 0;
+  uint64_t active_defrag_hits = 0;
+  uint64_t active_defrag_misses = 0;
   // Per key class, indexed like the KeyClassTable.
   uint64_t class_keys[kMaxReportedClasses] = {};
   uint64_t class_bytes[kMaxReportedClasses] = {};

@@ -1,5 +1,7 @@
 #include "dataplane/core/slab_allocator.h"
 
+#include <algorithm>
+
 namespace keep::core {
 
 SlabAllocator::SlabAllocator(ChunkPool* pool) : pool_(pool) {
@@ -29,6 +31,8 @@ SlabAllocator::Page* SlabAllocator::NewPage() {
                nullptr,
                nullptr,
                0,
+               false,
+               0,
                false};
   ++next_page_;
   return page;
@@ -56,6 +60,10 @@ void* SlabAllocator::Refill(Class& c) {
     page->free = nullptr;
     page->bump = reinterpret_cast<uint8_t*>(page_start) + (first ? kDescriptorBytes : 0);
     page->live = 0;
+    page->klass = static_cast<uint8_t>(&c - classes_.data());
+    page->stuck = false;
+    ++c.pages;
+    ++class_pages_;
   }
   c.current = page;
   void* p;
@@ -74,6 +82,10 @@ void SlabAllocator::OnFreeInOtherPage(Class& c, Page* page) {
   if (page->live == 0) {
     // Every object of the page is free: the page goes back for any class.
     if (page->listed) Unlink(c, page);
+    // A page being drained ends here too, whoever freed its last object.
+    if (page == draining_) draining_ = nullptr;
+    --c.pages;
+    --class_pages_;
     empty_pages_.push_back(page);
     return;
   }
@@ -86,16 +98,84 @@ void SlabAllocator::OnFreeInOtherPage(Class& c, Page* page) {
   }
 }
 
+uint8_t* SlabAllocator::FirstObject(Page* page) {
+  const uintptr_t page_start = reinterpret_cast<uintptr_t>(page->end) - kPageSize;
+  const bool first = (page_start & (ChunkPool::kChunkSize - 1)) == 0;
+  return reinterpret_cast<uint8_t*>(page_start) + (first ? kDescriptorBytes : 0);
+}
+
+bool SlabAllocator::BeginDrain() {
+  // The list is in order of the latest free, so its head holds the pages eviction is emptying
+  // right now, fuller than the ones it emptied before: look far enough to find those.
+  constexpr int kPagesLooked = 512;
+  for (size_t n = 0; n < kClassCount; ++n) {
+    Class& c = classes_[drain_class_cursor_];
+    drain_class_cursor_ = (drain_class_cursor_ + 1) % kClassCount;
+    const size_t per_page = kPageSize / c.size;
+    const size_t free_objects = c.pages * per_page - std::min(c.live, c.pages * per_page);
+    if (free_objects < 2 * per_page || free_objects * 32 < c.pages * per_page) continue;
+    Page* best = nullptr;
+    int looked = 0;
+    for (Page* page = c.partial; page != nullptr && looked < kPagesLooked; page = page->next) {
+      ++looked;
+      if (page->stuck) continue;
+      if (best == nullptr || page->live < best->live) best = page;
+    }
+    // The class has at least two pages of holes, so its least used page fits into them: each
+    // drain empties a page.
+    if (best == nullptr) continue;
+    Unlink(c, best);
+    best->listed = true;  // so that frees do not put it back on the list
+    draining_ = best;
+    drain_next_ = 0;
+    drain_free_.fill(0);
+    uint8_t* first = FirstObject(best);
+    for (uint8_t* p = best->free; p != nullptr;) {
+      const size_t i = static_cast<size_t>(p - first) / c.size;
+      drain_free_[i / 64] |= uint64_t{1} << (i % 64);
+      std::memcpy(&p, p, sizeof(p));
+    }
+    return true;
+  }
+  return false;
+}
+
+void SlabAllocator::EndDrain() {
+  // Objects the caller would not move remain: back on its class's list, never chosen again
+  // before it empties.
+  Page* page = draining_;
+  draining_ = nullptr;
+  page->stuck = true;
+  page->listed = false;
+  OnFreeInOtherPage(classes_[page->klass], page);
+}
+
 void SlabAllocator::Reset() {
+  draining_ = nullptr;
   for (void* chunk : chunks_) pool_->Release(chunk);
   chunks_.clear();
   empty_pages_.clear();
   next_page_ = kPagesPerChunk;
+  class_pages_ = 0;
   for (Class& c : classes_) {
     c.current = c.partial = nullptr;
     c.live = 0;
+    c.pages = 0;
   }
   live_bytes_ = 0;
+}
+
+size_t SlabAllocator::fragmented_bytes() const {
+  // The first page of each chunk is shorter by the descriptors; current pages may have a tail
+  // never handed out, which is not fragmentation.
+  size_t capacity = class_pages_ * kPageSize;
+  size_t tails = 0;
+  for (const Class& c : classes_) {
+    if (c.current != nullptr) tails += static_cast<size_t>(c.current->end - c.current->bump);
+  }
+  const size_t unusable =
+      tails + live_bytes_ + std::min(class_pages_, chunks_.size()) * kDescriptorBytes;
+  return capacity > unusable ? capacity - unusable : 0;
 }
 
 size_t SlabAllocator::live_objects() const {

@@ -113,6 +113,21 @@ class SlabAllocator {
   // Empty pages waiting for any class.
   size_t empty_pages() const { return empty_pages_.size(); }
 
+  // Free space inside the pages the classes hold (excluding the never-used tails of the pages
+  // they allocate from): what freeing scattered objects left behind, and what moving objects
+  // (Drain) can give back to the pool of empty pages.
+  size_t fragmented_bytes() const;
+  // Empties sparse pages by handing their live objects to `move(void* object, size_t size)`,
+  // which moves the object (Allocate `size`, copy, Free the old one) or leaves it (it is not the
+  // caller's to move: the caller must recognise its objects, e.g. by a lookup, since an object
+  // freed after the page was chosen is handed out too). A page worth emptying belongs to a
+  // class with at least two pages and a 32nd of its capacity free, and is the least used of the
+  // first pages of that class's list of pages with free objects; it
+  // is taken off that list, so the moves fill other pages. At most `budget` objects are handed out
+  // per call; a page is finished over later calls. Returns false when no class is worth it.
+  template <class F>
+  bool Drain(size_t budget, F&& move);
+
  private:
   // One page's descriptor; the descriptors of a chunk's pages sit at the chunk's start.
   struct Page {
@@ -123,6 +138,8 @@ class SlabAllocator {
     Page* next = nullptr;
     uint32_t live = 0;
     bool listed = false;
+    uint8_t klass = 0;   // the class the page serves while it is not empty
+    bool stuck = false;  // Drain left objects in it: not chosen again until it is emptied
   };
   static constexpr size_t kDescriptorBytes = 4096;
   static_assert(sizeof(Page) * kPagesPerChunk <= kDescriptorBytes);
@@ -132,6 +149,7 @@ class SlabAllocator {
     Page* partial = nullptr;  // other pages with free objects
     uint32_t size = 0;
     size_t live = 0;
+    size_t pages = 0;  // pages serving the class, the current one included
   };
 
   static Page* PageOf(const void* p) {
@@ -148,9 +166,38 @@ class SlabAllocator {
   ChunkPool* pool_;
   std::array<Class, kClassCount> classes_;
   std::vector<Page*> empty_pages_;
+  size_t class_pages_ = 0;  // pages serving some class
+  // The page Drain is emptying: off its class's list but marked listed, so frees leave it off.
+  Page* draining_ = nullptr;
+  size_t drain_next_ = 0;                                         // next object index to hand out
+  std::array<uint64_t, kPageSize / kMinSize / 64> drain_free_{};  // objects free when it began
+  size_t drain_class_cursor_ = 0;
+  bool BeginDrain();
+  void EndDrain();
+  static uint8_t* FirstObject(Page* page);
   size_t next_page_ = kPagesPerChunk;  // next never-used page of the last chunk
   std::vector<void*> chunks_;
   size_t live_bytes_ = 0;
 };
+
+template <class F>
+bool SlabAllocator::Drain(size_t budget, F&& move) {
+  while (budget > 0) {
+    if (draining_ == nullptr && !BeginDrain()) return false;
+    Page* page = draining_;
+    const size_t size = classes_[page->klass].size;
+    uint8_t* first = FirstObject(page);
+    const size_t count = static_cast<size_t>(page->bump - first) / size;
+    // Frees of the page's last object (by a move or otherwise) end the drain (draining_ resets).
+    while (draining_ == page && drain_next_ < count && budget > 0) {
+      const size_t i = drain_next_++;
+      if (drain_free_[i / 64] & (uint64_t{1} << (i % 64))) continue;
+      --budget;
+      move(first + i * size, size);
+    }
+    if (draining_ == page && drain_next_ >= count) EndDrain();
+  }
+  return true;
+}
 
 }  // namespace keep::core

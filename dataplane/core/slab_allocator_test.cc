@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <random>
 #include <set>
 #include <vector>
@@ -98,6 +99,79 @@ TEST(SlabAllocatorTest, ChurnAcrossClassesStaysBounded) {
   std::mt19937 rng(3);
   std::shuffle(window.begin(), window.end(), rng);
   for (auto [p, size] : window) slab.Free(p, size);
+  EXPECT_EQ(slab.live_objects(), 0u);
+}
+
+TEST(SlabAllocatorTest, DrainEmptiesSparsePagesIntoFullerOnes) {
+  ChunkPool pool;
+  SlabAllocator slab(&pool);
+  constexpr size_t kSize = 100;
+  std::vector<uint8_t*> objects;
+  for (int i = 0; i < 200000; ++i) {
+    auto* p = static_cast<uint8_t*>(slab.Allocate(kSize));
+    std::memset(p, i & 0xFF, kSize);
+    objects.push_back(p);
+  }
+  EXPECT_LT(slab.fragmented_bytes(), 64u << 10);
+  EXPECT_FALSE(slab.Drain(1000, [](void*, size_t) { return false; }));  // dense: no page
+  // Keep one in five, scattered over every page; the caller knows its objects by address.
+  std::map<uint8_t*, int> kept;
+  std::mt19937 rng(5);
+  for (int i = 0; i < 200000; ++i) {
+    if (rng() % 5 == 0) {
+      kept.emplace(objects[i], i);
+    } else {
+      slab.Free(objects[i], kSize);
+    }
+  }
+  const size_t fragmented = slab.fragmented_bytes();
+  EXPECT_GT(fragmented, 10u << 20);  // 160000 holes of 100 bytes
+  const size_t empty_before = slab.empty_pages();
+  size_t moved = 0;
+  size_t handed = 0;
+  int calls = 0;
+  while (slab.Drain(64, [&](void* object, size_t size) {
+    ++handed;
+    EXPECT_EQ(size, SlabAllocator::ClassSize(kSize));
+    auto it = kept.find(static_cast<uint8_t*>(object));
+    EXPECT_NE(it, kept.end());  // only live objects are handed out
+    if (it == kept.end()) return false;
+    auto* fresh = static_cast<uint8_t*>(slab.Allocate(kSize));
+    std::memcpy(fresh, object, kSize);
+    slab.Free(object, kSize);
+    const int index = it->second;
+    kept.erase(it);
+    EXPECT_TRUE(kept.emplace(fresh, index).second);
+    ++moved;
+    return true;
+  })) {
+    ASSERT_LT(++calls, 100000);
+  }
+  EXPECT_EQ(moved, handed);
+  EXPECT_GT(moved, kept.size() / 2);
+  EXPECT_LT(moved, kept.size() * 2);  // each object moves about once
+  EXPECT_LT(slab.fragmented_bytes(), fragmented / 4);
+  EXPECT_GT(slab.empty_pages(), empty_before + 350);  // about 500 pages' worth emptied
+  for (auto [p, i] : kept) {
+    ASSERT_EQ(p[0], i & 0xFF);
+    ASSERT_EQ(p[kSize - 1], i & 0xFF);
+  }
+  // A page whose objects the caller will not move is left alone afterwards.
+  for (int i = 0; i < 20000; ++i) objects[i] = static_cast<uint8_t*>(slab.Allocate(60));
+  for (int i = 0; i < 20000; ++i) {
+    if (i % 8 != 0) slab.Free(objects[i], 60);
+  }
+  size_t refused = 0;
+  while (slab.Drain(64, [&](void*, size_t) {
+    ++refused;
+    return false;
+  })) {
+    ASSERT_LT(++calls, 200000);
+  }
+  EXPECT_GT(refused, 0u);
+  EXPECT_LE(refused, 2500u);  // each live object offered once
+  for (auto [p, i] : kept) slab.Free(p, kSize);
+  for (int i = 0; i < 20000; i += 8) slab.Free(objects[i], 60);
   EXPECT_EQ(slab.live_objects(), 0u);
 }
 

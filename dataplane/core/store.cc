@@ -556,6 +556,8 @@ void Store::Clear() {
   for (ClassStats& stats : class_stats_) stats.keys = stats.bytes = 0;
   m.last_slot = nullptr;
   m.lag_current = m.lag_previous = 0;
+  defrag_active_ = false;
+  defrag_rearm_bytes_ = 0;
 }
 
 uint64_t Store::Scan(uint64_t cursor, size_t count,
@@ -594,6 +596,55 @@ size_t Store::ExpireSome(size_t budget) {
   // allocator keeps freed small objects for reuse otherwise, and segments never merge).
   if (erased > 0 && m.table.size() == 0 && m.table.segment_count() > 1) Clear();
   return erased;
+}
+
+size_t Store::FragmentedBytes() const { return impl_->slab.fragmented_bytes(); }
+
+bool Store::DefragSome(size_t budget) {
+  const size_t kFloorBytes = defrag_floor_bytes_;
+  Impl& m = *impl_;
+  const size_t live = m.slab.live_bytes();
+  const size_t fragmented = m.slab.fragmented_bytes();
+  if (!defrag_active_) {
+    if (fragmented < live / 32 + kFloorBytes || fragmented < defrag_rearm_bytes_) return false;
+    defrag_active_ = true;
+  } else if (fragmented < live / 64 + kFloorBytes / 2) {
+    defrag_active_ = false;
+    defrag_rearm_bytes_ = 0;
+    return false;
+  }
+  // The more fragmented, the more work per turn (as Redis scales its defrag CPU between
+  // active-defrag-cycle-min and -max): up to 8x `budget` at 8x the trigger level, so compaction
+  // keeps pace with eviction that empties a whole size class.
+  const size_t trigger = live / 32 + kFloorBytes;
+  budget *= std::clamp<size_t>(fragmented / std::max<size_t>(trigger, 1), 1, 8);
+  const bool worth_it = m.slab.Drain(budget, [&](void* object, size_t size) {
+    auto* r = static_cast<uint8_t*>(object);
+    // Table blocks share a few size classes with records, and an object freed since the page
+    // was chosen holds a stale record: only an object the table points at is a live record.
+    // Its header is checked against the object's bounds before its key is read.
+    if (rec::LengthsEnd(r[0]) > size || rec::HeaderSize(r[0]) > size) return false;
+    const size_t record_size = rec::Size(r);
+    if (record_size > size || SlabAllocator::ClassSize(record_size) != size) return false;
+    Slot* slot =
+        m.table.Find(m.Hash(rec::Key(r)), [&](Slot candidate) { return RecordOf(candidate) == r; });
+    if (slot == nullptr) {
+      ++defrag_misses_;
+      return false;
+    }
+    void* fresh = m.slab.Allocate(size);
+    std::memcpy(fresh, r, size);
+    m.slab.Free(r, size);
+    DashTable::SetPointer(slot, fresh);
+    ++defrag_hits_;
+    return true;
+  });
+  if (!worth_it) {
+    // Free space spread thinly over every class: nothing to gain until it grows.
+    defrag_active_ = false;
+    defrag_rearm_bytes_ = fragmented + live / 64 + kFloorBytes / 2;
+  }
+  return defrag_active_;
 }
 
 Store::Ref Store::RandomKey(uint64_t random) {

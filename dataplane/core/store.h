@@ -138,6 +138,23 @@ class Store {
 
   uint64_t expired_keys() const { return expired_keys_; }
 
+  // Active defragmentation. Freed records leave holes in the slab's pages; a class whose keys
+  // stop being written (keys growing a digit under eviction, values changing size) keeps its
+  // sparse pages, and the store grows past its cap in resident memory. When the holes exceed
+  // live/32 + 1 MiB, this moves up to `budget` records (more, to 8x, the more fragmented) out of
+  // the sparsest pages of the most fragmented classes (SlabAllocator::Drain), so those pages
+  // empty and serve any class again; it stops below live/64 + 512 KiB, or when no class is worth
+  // it (then it waits for the holes to grow). Returns whether it is under way. Between requests
+  // only: records move (Refs stay valid, views into values do not).
+  bool DefragSome(size_t budget);
+  // The fixed part of those thresholds (1 MiB); tests lower it to exercise small stores.
+  void SetDefragFloor(size_t bytes) { defrag_floor_bytes_ = bytes; }
+  bool defragging() const { return defrag_active_; }
+  // Free bytes inside the slab pages classes hold (SlabAllocator::fragmented_bytes).
+  size_t FragmentedBytes() const;
+  uint64_t defrag_hits() const { return defrag_hits_; }      // records moved
+  uint64_t defrag_misses() const { return defrag_misses_; }  // records looked at and left
+
   // --- Key classes, the memory cap and eviction (design §2.5) ---
 
   // Replaces the class table; per-class key and byte counts are recomputed from the entries.
@@ -192,6 +209,11 @@ class Store {
   int64_t now_ms_ = 0;
   uint64_t expired_keys_ = 0;
   uint64_t evicted_keys_ = 0;
+  bool defrag_active_ = false;
+  size_t defrag_floor_bytes_ = size_t{1} << 20;
+  size_t defrag_rearm_bytes_ = 0;  // after a pass that gained nothing, wait for this much
+  uint64_t defrag_hits_ = 0;
+  uint64_t defrag_misses_ = 0;
   KeyClassTable classes_;
   std::vector<ClassStats> class_stats_;
   size_t limit_ = 0;

@@ -383,6 +383,7 @@ class StoreModelTest : public ::testing::Test {
       // only compared at checkpoints).
     } else if (op < 90) {  // the shard's loop turn
       store_.ExpireSome(rng_() % 100);
+      store_.DefragSome(rng_() % 300);
     } else if (op < 97) {
       now_ += static_cast<int64_t>(rng_() % 30);
       store_.SetNow(now_);
@@ -418,6 +419,7 @@ TEST_F(StoreModelTest, RandomOperationsMatchTheModel) {
       {{"k", "k", "ttl"}, {"bursts", "b", "lru"}, {"big", "A-D", "none"}}, &classes, &error))
       << error;
   store_.SetKeyClasses(classes);
+  store_.SetDefragFloor(16 << 10);  // so the model's small store defragments too
   const int kOperations = 250000 / (std::getenv("KEEP_QUICK") ? 10 : 1);
   for (int i = 1; i <= kOperations; ++i) {
     Step();
@@ -433,9 +435,78 @@ TEST_F(StoreModelTest, RandomOperationsMatchTheModel) {
     }
   }
   Checkpoint();
+  EXPECT_GT(store_.defrag_hits(), 0u);
   store_.Clear();
   EXPECT_EQ(store_.Size(), 0u);
   EXPECT_EQ(store_.LogicalBytes(), 0u);
+}
+
+TEST(StoreDefragTest, MovesRecordsOutOfSparsePagesAndKeepsEveryEntry) {
+  Store store;
+  store.SetNow(1'000'000);
+  constexpr int kKeys = 400000;
+  // Mixed entries: plain strings, integers, deadlines, locks, and a few values in the arena
+  // (whose records do not move).
+  auto value_of = [](int i) {
+    if (i % 97 == 0) return std::string(3000 + i % 500, static_cast<char>('a' + i % 26));
+    if (i % 3 == 0) return std::to_string(i * 7);
+    return "value-" + std::to_string(i);
+  };
+  for (int i = 0; i < kKeys; ++i) {
+    Store::Ref ref = store.Insert("key:" + std::to_string(i), value_of(i),
+                                  i % 11 == 0 ? ValueType::kLock : ValueType::kString);
+    if (i % 5 == 0) store.SetExpireAt(ref, 5'000'000 + i);
+  }
+  // Free three records in four, scattered: every page keeps a few.
+  std::mt19937_64 rng(7);
+  std::vector<int> kept;
+  for (int i = 0; i < kKeys; ++i) {
+    if (rng() % 4 == 0) {
+      kept.push_back(i);
+    } else {
+      ASSERT_TRUE(store.Erase("key:" + std::to_string(i)));
+    }
+  }
+  const size_t used_before = store.UsedBytes();
+  const size_t fragmented_before = store.FragmentedBytes();
+  ASSERT_GT(fragmented_before, 4u << 20);
+  int turns = 0;
+  while (store.DefragSome(256) || turns == 0) {
+    ASSERT_LT(++turns, 100000);
+  }
+  EXPECT_FALSE(store.defragging());
+  EXPECT_GT(store.defrag_hits(), kept.size() / 4);
+  EXPECT_LT(store.FragmentedBytes(), fragmented_before / 4);
+  // The emptied pages serve new records: writing as many again adds (almost) nothing.
+  for (int i = 0; i < static_cast<int>(kept.size()); ++i) {
+    store.Insert("new:" + std::to_string(i), "value-" + std::to_string(i));
+  }
+  EXPECT_LE(store.UsedBytes(), used_before + (4u << 20));
+  for (int i : kept) {
+    const std::string key = "key:" + std::to_string(i);
+    Store::Ref ref = store.Find(key);
+    ASSERT_NE(ref, nullptr) << key;
+    EXPECT_EQ(store.Key(ref), key);
+    EXPECT_EQ(store.Value(ref), value_of(i)) << key;
+    EXPECT_EQ(store.Type(ref), i % 11 == 0 ? ValueType::kLock : ValueType::kString);
+    EXPECT_EQ(store.ExpireAt(ref), i % 5 == 0 ? 5'000'000 + i : kNoExpiry) << key;
+  }
+  EXPECT_EQ(store.Size(), kept.size() * 2);
+}
+
+TEST(StoreDefragTest, IdleWhileCompactAndStopsWhenNothingMoves) {
+  Store store;
+  for (int i = 0; i < 100000; ++i) store.Insert("key:" + std::to_string(i), "v");
+  EXPECT_FALSE(store.DefragSome(1 << 20));  // dense: nothing to do
+  EXPECT_EQ(store.defrag_hits() + store.defrag_misses(), 0u);
+  // Every page evenly half used: below the trigger's live/16 only if small; force a pass and
+  // check it ends by itself even when moving cannot gain much.
+  for (int i = 0; i < 100000; i += 2) store.Erase("key:" + std::to_string(i));
+  store.SetDefragFloor(0);
+  int turns = 0;
+  while (store.DefragSome(512)) ASSERT_LT(++turns, 10000);
+  EXPECT_FALSE(store.defragging());
+  for (int i = 1; i < 100000; i += 2) ASSERT_NE(store.Find("key:" + std::to_string(i)), nullptr);
 }
 
 // --- Key classes, the memory cap and eviction ---
