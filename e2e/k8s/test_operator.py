@@ -318,9 +318,9 @@ class PodRouter:
             r.close()
 
 
-def member_phase(ip):
+def member_phase(ip, timeout=1.0):
     try:
-        with urllib.request.urlopen(f"http://{ip}:7002/v1/cluster", timeout=1) as r:
+        with urllib.request.urlopen(f"http://{ip}:7002/v1/cluster", timeout=timeout) as r:
             return json.loads(r.read())["phase"]
     except (OSError, ValueError):
         return None
@@ -411,37 +411,36 @@ def test_scale_rolling_update_and_operator_restart_under_writes_lose_nothing(
         finally:
             proc.kill()
 
-    def watch_phases():
-        """Polls the two members a scale-down to 3 removes, every 10 ms, for `left`."""
+    def watch_phase(name):
+        """Polls one member a scale-down to 3 removes, every 5 ms, for `left`. A member is `left`
+        only briefly before the operator shrinks the StatefulSet, so each has its own poller and
+        pod IPs come from a thread of their own (a kubectl call takes hundreds of milliseconds on
+        a loaded machine)."""
+        while not stop.is_set() and name not in left_at:
+            ip = pod_ips.get(name)
+            if ip and member_phase(ip, timeout=0.2) == "left":
+                left_at[name] = time.monotonic()
+            time.sleep(0.005)
+
+    pod_ips: dict[str, str] = {}
+
+    def refresh_pod_ips():
         while not stop.is_set():
-            for name in ("sc-3", "sc-4"):
-                try:
-                    p = [x for x in router_ips.get() if x[0] == name]
-                except Exception:  # noqa: BLE001
-                    p = []
-                if p and name not in left_at and member_phase(p[0][1]) == "left":
-                    left_at[name] = time.monotonic()
-            time.sleep(0.01)
-
-    class _Ips:
-        """Pod name -> IP, refreshed from the API server at most every 0.5 s."""
-        def __init__(self):
-            self.at, self.items = 0.0, []
-
-        def get(self):
-            if time.monotonic() - self.at > 0.5:
-                self.at = time.monotonic()
+            try:
                 pods = c.get("pods", namespace=ns, selector="keep.dev/cluster=sc")["items"]
-                self.items = [(x["metadata"]["name"], x["status"]["podIP"]) for x in pods
-                              if x["status"].get("podIP")]
-            return self.items
-    router_ips = _Ips()
+                pod_ips.update({x["metadata"]["name"]: x["status"]["podIP"] for x in pods
+                                if x["status"].get("podIP")})
+            except Exception:  # noqa: BLE001 - the next refresh tries again
+                pass
+            stop.wait(0.3)
 
     threads = [threading.Thread(target=writer, daemon=True),
                threading.Thread(target=locker, args=(b"locker-a",), daemon=True),
                threading.Thread(target=locker, args=(b"locker-b",), daemon=True),
                threading.Thread(target=watch_shrinks, daemon=True),
-               threading.Thread(target=watch_phases, daemon=True)]
+               threading.Thread(target=refresh_pod_ips, daemon=True),
+               threading.Thread(target=watch_phase, args=("sc-3",), daemon=True),
+               threading.Thread(target=watch_phase, args=("sc-4",), daemon=True)]
     for t in threads:
         t.start()
 
