@@ -133,7 +133,9 @@ bool SlabAllocator::BeginDrain() {
     for (uint8_t* p = best->free; p != nullptr;) {
       const size_t i = static_cast<size_t>(p - first) / c.size;
       drain_free_[i / 64] |= uint64_t{1} << (i % 64);
-      std::memcpy(&p, p, sizeof(p));
+      uint8_t* next;  // a free object's first bytes link to the next
+      std::memcpy(&next, p, sizeof(next));
+      p = next;
     }
     return true;
   }
