@@ -41,8 +41,10 @@ def rss_bytes(server) -> int:
         return int(f.read().split()[1]) * 4096
 
 
-def fill(client, prefix: str, count: int, value: bytes, batch: int = 2000) -> None:
-    for start in range(0, count, batch):
+def fill(client, prefix: str, count: int, value: bytes, batch: int = 2000,
+         first: int = 0) -> None:
+    """Sets prefix+i for i in [first, count) in pipelined batches."""
+    for start in range(first, count, batch):
         pipe = client.pipeline(transaction=False)
         for i in range(start, min(count, start + batch)):
             pipe.set(f"{prefix}{i}", value)
@@ -97,10 +99,7 @@ def test_defragmentation_keeps_rss_near_the_cap_when_record_sizes_drift(server_f
     peak = 0
     first = 1_000_000 - keys // 2
     for start in range(first, first + keys, 20000):
-        pipe = client.pipeline(transaction=False)
-        for i in range(start, min(first + keys, start + 20000)):
-            pipe.set(f"d:{i}", value)
-        pipe.execute()
+        fill(client, "d:", min(first + keys, start + 20000), value, first=start)
         peak = max(peak, rss_bytes(server) - baseline)
     memory = client.info("memory")
     stats = client.info("stats")
