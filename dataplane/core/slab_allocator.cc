@@ -55,10 +55,8 @@ void* SlabAllocator::Refill(Class& c) {
     page = NewPage();
     // A page from the empty pool still carries its old class's free list and bump position:
     // start it over for this class.
-    const uintptr_t page_start = reinterpret_cast<uintptr_t>(page->end) - kPageSize;
-    const bool first = (page_start & (ChunkPool::kChunkSize - 1)) == 0;
     page->free = nullptr;
-    page->bump = reinterpret_cast<uint8_t*>(page_start) + (first ? kDescriptorBytes : 0);
+    page->bump = FirstObject(page);
     page->live = 0;
     page->klass = static_cast<uint8_t>(&c - classes_.data());
     page->stuck = false;

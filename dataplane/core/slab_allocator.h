@@ -117,14 +117,20 @@ class SlabAllocator {
   // they allocate from): what freeing scattered objects left behind, and what moving objects
   // (Drain) can give back to the pool of empty pages.
   size_t fragmented_bytes() const;
+  // At least fragmented_bytes() (it counts the tails too), in constant time: when this is small,
+  // so is the fragmentation.
+  size_t fragmented_bytes_bound() const {
+    const size_t capacity = class_pages_ * kPageSize;
+    return capacity > live_bytes_ ? capacity - live_bytes_ : 0;
+  }
   // Empties sparse pages by handing their live objects to `move(void* object, size_t size)`,
   // which moves the object (Allocate `size`, copy, Free the old one) or leaves it (it is not the
   // caller's to move: the caller must recognise its objects, e.g. by a lookup, since an object
   // freed after the page was chosen is handed out too). A page worth emptying belongs to a
   // class with at least two pages and a 32nd of its capacity free, and is the least used of the
-  // first pages of that class's list of pages with free objects; it
-  // is taken off that list, so the moves fill other pages. At most `budget` objects are handed out
-  // per call; a page is finished over later calls. Returns false when no class is worth it.
+  // first 512 pages of the class's list of pages with free objects; it is taken off that list,
+  // so the moves fill other pages. At most `budget` objects are handed out per call; a page is
+  // finished over later calls. Returns false when no class is worth it.
   template <class F>
   bool Drain(size_t budget, F&& move);
 
@@ -162,6 +168,9 @@ class SlabAllocator {
   void OnFreeInOtherPage(Class& c, Page* page);
   Page* NewPage();
   static void Unlink(Class& c, Page* page);
+  static uint8_t* FirstObject(Page* page);
+  bool BeginDrain();
+  void EndDrain();
 
   ChunkPool* pool_;
   std::array<Class, kClassCount> classes_;
@@ -172,9 +181,6 @@ class SlabAllocator {
   size_t drain_next_ = 0;                                         // next object index to hand out
   std::array<uint64_t, kPageSize / kMinSize / 64> drain_free_{};  // objects free when it began
   size_t drain_class_cursor_ = 0;
-  bool BeginDrain();
-  void EndDrain();
-  static uint8_t* FirstObject(Page* page);
   size_t next_page_ = kPagesPerChunk;  // next never-used page of the last chunk
   std::vector<void*> chunks_;
   size_t live_bytes_ = 0;

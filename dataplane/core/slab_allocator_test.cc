@@ -113,6 +113,7 @@ TEST(SlabAllocatorTest, DrainEmptiesSparsePagesIntoFullerOnes) {
     objects.push_back(p);
   }
   EXPECT_LT(slab.fragmented_bytes(), 64u << 10);
+  EXPECT_LT(slab.fragmented_bytes_bound(), 128u << 10);
   EXPECT_FALSE(slab.Drain(1000, [](void*, size_t) { return false; }));  // dense: no page
   // Keep one in five, scattered over every page; the caller knows its objects by address.
   std::map<uint8_t*, int> kept;
@@ -126,6 +127,8 @@ TEST(SlabAllocatorTest, DrainEmptiesSparsePagesIntoFullerOnes) {
   }
   const size_t fragmented = slab.fragmented_bytes();
   EXPECT_GT(fragmented, 10u << 20);  // 160000 holes of 100 bytes
+  EXPECT_GE(slab.fragmented_bytes_bound(), fragmented);
+  EXPECT_LT(slab.fragmented_bytes_bound(), fragmented + (1u << 20));
   const size_t empty_before = slab.empty_pages();
   size_t moved = 0;
   size_t handed = 0;

@@ -604,6 +604,8 @@ bool Store::DefragSome(size_t budget) {
   const size_t kFloorBytes = defrag_floor_bytes_;
   Impl& m = *impl_;
   const size_t live = m.slab.live_bytes();
+  // Every turn asks: answer a store that is not fragmented without walking the size classes.
+  if (!defrag_active_ && m.slab.fragmented_bytes_bound() < live / 32 + kFloorBytes) return false;
   const size_t fragmented = m.slab.fragmented_bytes();
   if (!defrag_active_) {
     if (fragmented < live / 32 + kFloorBytes || fragmented < defrag_rearm_bytes_) return false;

@@ -211,7 +211,7 @@ class Store {
   uint64_t evicted_keys_ = 0;
   bool defrag_active_ = false;
   size_t defrag_floor_bytes_ = size_t{1} << 20;
-  size_t defrag_rearm_bytes_ = 0;  // after a pass that gained nothing, wait for this much
+  size_t defrag_rearm_bytes_ = 0;  // when no class was worth it, wait for this much
   uint64_t defrag_hits_ = 0;
   uint64_t defrag_misses_ = 0;
   KeyClassTable classes_;
