@@ -83,6 +83,34 @@ def test_rss_stays_near_the_cap_under_4x_writes(server_factory):
     assert sum(v == value for v in recent) >= 95
 
 
+@pytest.mark.timeout(180)
+def test_defragmentation_keeps_rss_near_the_cap_when_record_sizes_drift(server_factory):
+    # Keys gain a digit at d:1000000, after the cap filled up, so later records land in the next
+    # size class while the old ones are evicted one by one: without moving records, the old
+    # class's sparse pages would hold on to their memory and RSS would approach twice the cap.
+    cap = 24 * MB
+    server = server_factory("keep-defrag", maxmemory="24mb")
+    client = make_client(server)
+    client.ping()
+    time.sleep(0.3)
+    baseline = rss_bytes(server)
+    value = b"v" * 100
+    keys = 4 * cap // 128
+    peak = 0
+    first = 1_000_000 - keys // 2
+    for start in range(first, first + keys, 20000):
+        fill(client, "d:", min(first + keys, start + 20000), value, first=start)
+        peak = max(peak, rss_bytes(server) - baseline)
+    memory = client.info("memory")
+    stats = client.info("stats")
+    assert peak <= cap * 1.10, f"RSS grew {peak} bytes over a baseline of {baseline}"
+    assert stats["active_defrag_hits"] > 10000, stats
+    assert memory["allocator_frag_bytes"] < cap // 8, memory
+    assert memory["used_memory"] <= cap * 1.02
+    recent = client.mget([f"d:{i}" for i in range(first + keys - 100, first + keys)])
+    assert sum(v == value for v in recent) >= 95
+
+
 @pytest.mark.timeout(120)
 def test_pinned_survive_none_refuses_reads_and_del_work(server_factory, tmp_path):
     server = server_factory("keep-classes", maxmemory="8mb", config=config_file(tmp_path))
