@@ -37,6 +37,8 @@ constexpr size_t kMaxPendingReplies = 1024;
 constexpr size_t kOutputPauseBytes = 4 * 1024 * 1024;
 constexpr size_t kKeepInputCapacity = 256 * 1024;
 constexpr size_t kKeepOutputCapacity = 1024 * 1024;
+// Replies held back while a connection waits for a reply from another shard (see WriteAll).
+constexpr size_t kDeferredOutputBytes = 64 * 1024;
 constexpr int64_t kStopFlushMs = 2000;
 // Expiry sweep work per turn and per idle tick (entries examined).
 constexpr size_t kExpireBudgetPerTurn = 64;
@@ -848,7 +850,15 @@ void Shard::WriteAll() {
   for (size_t i = 0; i < write_list_.size(); ++i) {
     Connection* conn = write_list_[i];
     conn->in_write_list = false;
-    if (!conn->closed) Write(conn);
+    if (conn->closed) continue;
+    // A pipeline whose next reply is still on another shard: its arrival (next turn) marks the
+    // connection again, and one send then carries the whole batch instead of the ready prefix
+    // now and the rest then — half the sends, and the client's reads, for a pipeline that hops.
+    if (!conn->pending.empty() && !conn->pending.front()->ready &&
+        conn->unsent() < kDeferredOutputBytes) {
+      continue;
+    }
+    Write(conn);
   }
   write_list_.clear();
 }
