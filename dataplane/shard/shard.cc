@@ -769,7 +769,7 @@ void Shard::FinishGather(Gather* gather) {
 
 void Shard::OnEnvelope(Envelope* envelope) {
   if (!envelope->is_reply) {
-    UnpackArgs(envelope->arg_bytes, envelope->arg_ends, &envelope->args);
+    // DrainInbound unpacked the arguments.
     RunPart(envelope->spec, envelope->args, envelope->resp_version, &envelope->result,
             envelope->as_part, envelope->caller_id, envelope->cursor_position, envelope->key_slot);
     envelope->is_reply = true;
@@ -801,7 +801,33 @@ void Shard::DrainInbound() {
   for (int from = 0; from < options_.count; ++from) {
     if (from == options_.index) continue;
     SpscRing<Envelope>& ring = group_->ring(from, options_.index);
-    while (Envelope* envelope = ring.Pop()) OnEnvelope(envelope);
+    // As for a connection's pipeline (ProcessInput): a batch of forwarded requests has its keys'
+    // table groups, then records, fetched together before any executes, so their cache misses
+    // overlap instead of each lookup paying its own.
+    for (;;) {
+      size_t n = 0;
+      while (n < kRequestBatch) {
+        Envelope* envelope = ring.Pop();
+        if (envelope == nullptr) break;
+        inbound_batch_[n++] = envelope;
+      }
+      for (size_t i = 0; i < n; ++i) {
+        Envelope* envelope = inbound_batch_[i];
+        if (envelope->is_reply) continue;
+        UnpackArgs(envelope->arg_bytes, envelope->arg_ends, &envelope->args);
+        if (n > 1 && envelope->args.size() >= 2) store_.PrefetchSlot(envelope->args[1]);
+      }
+      if (n > 1) {
+        for (size_t i = 0; i < n; ++i) {
+          Envelope* envelope = inbound_batch_[i];
+          if (!envelope->is_reply && envelope->args.size() >= 2) {
+            store_.PrefetchRecord(envelope->args[1]);
+          }
+        }
+      }
+      for (size_t i = 0; i < n; ++i) OnEnvelope(inbound_batch_[i]);
+      if (n < kRequestBatch) break;
+    }
   }
 }
 

@@ -228,6 +228,7 @@ class Shard final : public commands::ShardServices {
   static constexpr int kRequestBatch = 16;
   std::array<ParsedRequest, kRequestBatch> batch_;
   std::vector<std::string_view> batch_args_;
+  std::array<Envelope*, kRequestBatch> inbound_batch_{};
   std::vector<std::string_view> part_args_;
   std::vector<Envelope*> envelope_pool_;
   std::vector<PendingReply*> slot_pool_;
