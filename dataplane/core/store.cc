@@ -3,6 +3,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <random>
 
@@ -69,6 +70,39 @@ struct Store::Impl {
 
   uint64_t Hash(std::string_view key) const {
     return XXH3_64bits_withSeed(key.data(), key.size(), seed);
+  }
+
+  // The hashes PrefetchSlot computed for the batch being executed, found again by the key's
+  // address and length (its bytes stay where the batch was parsed until the batch is over), so
+  // PrefetchRecord and Find do not hash the key a second and third time. Entries of an earlier
+  // batch are ignored by their generation (Store::ForgetKeyHashes). A collision only means the
+  // hash is computed again.
+  struct KeyHashMemo {
+    const char* data = nullptr;
+    size_t size = 0;
+    uint64_t generation = 0;
+    uint64_t hash = 0;
+  };
+  static constexpr int kKeyHashMemoBits = 6;
+  mutable std::array<KeyHashMemo, size_t{1} << kKeyHashMemoBits> key_hashes{};
+  uint64_t key_hash_generation = 1;
+
+  static size_t MemoIndex(const char* data) {
+    return static_cast<size_t>((reinterpret_cast<uintptr_t>(data) * 0x9E3779B97F4A7C15ull) >>
+                               (64 - kKeyHashMemoBits));
+  }
+  uint64_t RememberHash(std::string_view key) const {
+    const uint64_t hash = Hash(key);
+    key_hashes[MemoIndex(key.data())] = {key.data(), key.size(), key_hash_generation, hash};
+    return hash;
+  }
+  uint64_t KeyHash(std::string_view key) const {
+    const KeyHashMemo& memo = key_hashes[MemoIndex(key.data())];
+    if (memo.data == key.data() && memo.size == key.size() &&
+        memo.generation == key_hash_generation) {
+      return memo.hash;
+    }
+    return Hash(key);
   }
   static uint64_t Rehash(const void* context, Slot slot) {
     return static_cast<const Impl*>(context)->Hash(rec::Key(RecordOf(slot)));
@@ -248,7 +282,7 @@ uint8_t Store::AccessClock(Ref ref) const { return RecordOf(ref)[1]; }
 
 Store::Ref Store::Find(std::string_view key) {
   Impl& m = *impl_;
-  const uint64_t hash = m.Hash(key);
+  const uint64_t hash = m.KeyHash(key);
   Slot* slot = m.table.Find(hash, [key](Slot s) { return rec::Key(RecordOf(s)) == key; });
   if (slot == nullptr) return nullptr;
   if (Expired(*slot, now_ms_)) {
@@ -262,18 +296,20 @@ Store::Ref Store::Find(std::string_view key) {
   return RefOf(slot);
 }
 
+void Store::ForgetKeyHashes() { ++impl_->key_hash_generation; }
+
 void Store::PrefetchSlot(std::string_view key) const {
-  impl_->table.PrefetchGroup(impl_->Hash(key));
+  impl_->table.PrefetchGroup(impl_->RememberHash(key));
 }
 
 void Store::PrefetchRecord(std::string_view key) const {
   // Header, key and a small value: a GET of a 128-byte value reads three lines.
-  impl_->table.PrefetchRecord(impl_->Hash(key), 3);
+  impl_->table.PrefetchRecord(impl_->KeyHash(key), 3);
 }
 
 Store::Ref Store::Insert(std::string_view key, std::string_view value, ValueType type) {
   Impl& m = *impl_;
-  const uint64_t hash = m.Hash(key);
+  const uint64_t hash = m.KeyHash(key);
   ValueSpec spec = m.Encode(value);
   // Lock records are never evicted (design §2.5): the flags say so without decoding the type.
   const uint8_t lock_flags = type == ValueType::kLock ? (rec::kLock | rec::kPinned) : 0;
@@ -291,7 +327,7 @@ Store::Ref Store::Insert(std::string_view key, std::string_view value, ValueType
 
 bool Store::Erase(std::string_view key) {
   Impl& m = *impl_;
-  const uint64_t hash = m.Hash(key);
+  const uint64_t hash = m.KeyHash(key);
   Slot* slot = m.table.Find(hash, [key](Slot s) { return rec::Key(RecordOf(s)) == key; });
   if (slot == nullptr) return false;
   const bool expired = Expired(*slot, now_ms_);

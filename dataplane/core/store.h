@@ -51,8 +51,12 @@ class Store {
   // Hides the cache misses of a batch of lookups (pipelined requests) behind each other: call
   // PrefetchSlot for each key of the batch, then PrefetchRecord for each, then execute them.
   // Hints only: no effect on contents, harmless for keys that are absent or never looked up.
+  // PrefetchSlot keeps each key's hash for PrefetchRecord and Find, recognised by the key's
+  // address and length: call ForgetKeyHashes once the batch has executed, before the memory the
+  // keys were parsed into may hold anything else.
   void PrefetchSlot(std::string_view key) const;
   void PrefetchRecord(std::string_view key) const;
+  void ForgetKeyHashes();
   // Inserts an absent key (call Find first) with no expiry.
   Ref Insert(std::string_view key, std::string_view value, ValueType type = ValueType::kString);
   // False when absent or already expired (an expired key is erased and counted as expired).

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <random>
 #include <set>
@@ -41,6 +42,38 @@ TEST(StoreTest, BasicOperations) {
   EXPECT_EQ(store.expired_keys(), 1u);
   EXPECT_EQ(store.KeysWithExpiry(), 0u);
   EXPECT_FALSE(store.Erase("a"));
+}
+
+TEST(StoreTest, BatchKeyHashesServeOnlyTheirBatch) {
+  Store store;
+  for (int i = 0; i < 1000; ++i) store.Insert("key:" + std::to_string(i), std::to_string(i));
+  // The shard parses a pipeline into one buffer and reuses it for the next: the same address and
+  // length then hold another key, which must not be found by the previous batch's hash.
+  char buffer[16];
+  for (int batch = 0; batch < 1000; ++batch) {
+    const std::string key = "key:" + std::to_string((batch * 7919) % 1000);
+    std::memcpy(buffer, key.data(), key.size());
+    const std::string_view view(buffer, key.size());
+    store.PrefetchSlot(view);
+    store.PrefetchRecord(view);
+    Store::Ref ref = store.Find(view);
+    ASSERT_NE(ref, nullptr) << key;
+    EXPECT_EQ(store.Key(ref), key);
+    store.ForgetKeyHashes();
+  }
+  // A key that was prefetched and then erased and inserted again in the same batch.
+  const std::string_view first(buffer, 5);
+  std::memcpy(buffer, "key:1", 5);
+  store.PrefetchSlot(first);
+  EXPECT_TRUE(store.Erase(first));
+  EXPECT_EQ(store.Find(first), nullptr);
+  store.Insert(first, "again");
+  ASSERT_NE(store.Find(first), nullptr);
+  EXPECT_EQ(store.Value(store.Find(first)), "again");
+  store.ForgetKeyHashes();
+  std::memcpy(buffer, "key:2", 5);
+  ASSERT_NE(store.Find(first), nullptr);
+  EXPECT_EQ(store.Value(store.Find(first)), "2");
 }
 
 TEST(StoreTest, TypesRoundTrip) {

@@ -453,6 +453,7 @@ void Shard::ProcessInput(Connection* conn, std::string_view data, bool from_scra
       Dispatch(conn, std::span<const std::string_view>(batch_args_.data() + batch_[i].first_arg,
                                                        batch_[i].arg_count));
     }
+    store_.ForgetKeyHashes();
     if (!more || status == proto::ParseStatus::kComplete) continue;
     if (status == proto::ParseStatus::kIncomplete) {
       if (Admitting(conn)) conn->parse_needed = conn->parser.needed();
@@ -826,6 +827,7 @@ void Shard::DrainInbound() {
         }
       }
       for (size_t i = 0; i < n; ++i) OnEnvelope(inbound_batch_[i]);
+      store_.ForgetKeyHashes();
       if (n < kRequestBatch) break;
     }
   }
@@ -953,6 +955,8 @@ void Shard::Close(Connection* conn, const char* reason) {
     fprintf(stderr, "keep-server: closing client id=%llu addr=%s: %s\n",
             static_cast<unsigned long long>(conn->client.id), conn->client.addr.c_str(), reason);
   }
+  // Its input buffer may go while a batch parsed from it is still executing.
+  store_.ForgetKeyHashes();
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, conn->fd, nullptr);
   close(conn->fd);
   conn->fd = -1;
