@@ -353,6 +353,10 @@ def expiry_figures(keep_bin: str, count: int, niceness: int) -> None:
                         ttl_ms=lambda: rng.randint(1000, 3000))
         loader.sock.close()  # the loading client goes away; its buffers are not dataset
         load_s = time.monotonic() - t0
+        # Keys already expire while they load, but a loading phase's GETs also queue behind the
+        # loader's batches: the expiry figure is what follows, until memory is back.
+        loading = prober.finish()
+        prober = Prober(server.port, count, "exp:")
         last_deadline = time.monotonic() + 3.0  # the last batch's longest TTL
         peak_used = conn.info("memory")["used_memory"]
         recovered = rss_recovered = None
@@ -382,11 +386,14 @@ def expiry_figures(keep_bin: str, count: int, niceness: int) -> None:
                 print(f"  {what} back within 5% (used_memory: or 64 KiB) of its pre-load level {max(0.0, seconds):.2f} s "
                       f"after the last deadline")
                 figure(name, f"{max(0.0, seconds):.2f}")
-        print(f"  GET p99 without expiry {percentile(quiet, 0.99) * 1e3:.3f} ms, while loading "
-              f"and expiring {percentile(busy, 0.99) * 1e3:.3f} ms (max "
-              f"{max(busy) * 1e3:.3f} ms)")
+        print(f"  GET p99 without expiry {percentile(quiet, 0.99) * 1e3:.3f} ms; while the keys "
+              f"expire, from the end of the load until memory is back, "
+              f"{percentile(busy, 0.99) * 1e3:.3f} ms (max {max(busy) * 1e3:.3f} ms, "
+              f"{percentile(busy, 0.99) / percentile(quiet, 0.99):.2f}x); while they load "
+              f"{percentile(loading, 0.99) * 1e3:.3f} ms (max {max(loading) * 1e3:.3f} ms)")
         figure("expiry_get_p99_quiet_ms", f"{percentile(quiet, 0.99) * 1e3:.3f}")
         figure("expiry_get_p99_busy_ms", f"{percentile(busy, 0.99) * 1e3:.3f}")
+        figure("expiry_get_p99_loading_ms", f"{percentile(loading, 0.99) * 1e3:.3f}")
     finally:
         server.stop()
 
