@@ -307,6 +307,12 @@ void Store::PrefetchRecord(std::string_view key) const {
   impl_->table.PrefetchRecord(impl_->KeyHash(key), 3);
 }
 
+void Store::PrefetchKeys(std::span<const std::string_view> keys) const {
+  if (keys.size() < 2) return;
+  for (std::string_view key : keys) PrefetchSlot(key);
+  for (std::string_view key : keys) PrefetchRecord(key);
+}
+
 Store::Ref Store::Insert(std::string_view key, std::string_view value, ValueType type) {
   Impl& m = *impl_;
   const uint64_t hash = m.KeyHash(key);

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -56,6 +57,8 @@ class Store {
   // keys were parsed into may hold anything else.
   void PrefetchSlot(std::string_view key) const;
   void PrefetchRecord(std::string_view key) const;
+  // Both passes for a batch's keys (nothing for a batch of one: nothing to overlap).
+  void PrefetchKeys(std::span<const std::string_view> keys) const;
   void ForgetKeyHashes();
   // Inserts an absent key (call Find first) with no expiry.
   Ref Insert(std::string_view key, std::string_view value, ValueType type = ValueType::kString);

@@ -432,14 +432,11 @@ void Shard::ProcessInput(Connection* conn, std::string_view data, bool from_scra
       batch_args_.insert(batch_args_.end(), args_.begin(), args_.end());
       if (is_inline) break;
     }
-    if (parsed > 1) {
-      for (int i = 0; i < parsed; ++i) {
-        if (batch_[i].arg_count >= 2) store_.PrefetchSlot(batch_args_[batch_[i].first_arg + 1]);
-      }
-      for (int i = 0; i < parsed; ++i) {
-        if (batch_[i].arg_count >= 2) store_.PrefetchRecord(batch_args_[batch_[i].first_arg + 1]);
-      }
+    size_t keys = 0;
+    for (int i = 0; i < parsed; ++i) {
+      if (batch_[i].arg_count >= 2) batch_keys_[keys++] = batch_args_[batch_[i].first_arg + 1];
     }
+    store_.PrefetchKeys(std::span(batch_keys_.data(), keys));
     for (int i = 0; i < parsed; ++i) {
       if (i > 0 && !Admitting(conn)) {
         more = false;
@@ -812,20 +809,14 @@ void Shard::DrainInbound() {
         if (envelope == nullptr) break;
         inbound_batch_[n++] = envelope;
       }
+      size_t keys = 0;
       for (size_t i = 0; i < n; ++i) {
         Envelope* envelope = inbound_batch_[i];
         if (envelope->is_reply) continue;
         UnpackArgs(envelope->arg_bytes, envelope->arg_ends, &envelope->args);
-        if (n > 1 && envelope->args.size() >= 2) store_.PrefetchSlot(envelope->args[1]);
+        if (envelope->args.size() >= 2) batch_keys_[keys++] = envelope->args[1];
       }
-      if (n > 1) {
-        for (size_t i = 0; i < n; ++i) {
-          Envelope* envelope = inbound_batch_[i];
-          if (!envelope->is_reply && envelope->args.size() >= 2) {
-            store_.PrefetchRecord(envelope->args[1]);
-          }
-        }
-      }
+      store_.PrefetchKeys(std::span(batch_keys_.data(), keys));
       for (size_t i = 0; i < n; ++i) OnEnvelope(inbound_batch_[i]);
       store_.ForgetKeyHashes();
       if (n < kRequestBatch) break;

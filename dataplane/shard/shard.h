@@ -229,6 +229,7 @@ class Shard final : public commands::ShardServices {
   std::array<ParsedRequest, kRequestBatch> batch_;
   std::vector<std::string_view> batch_args_;
   std::array<Envelope*, kRequestBatch> inbound_batch_{};
+  std::array<std::string_view, kRequestBatch> batch_keys_;  // the keys a batch prefetches
   std::vector<std::string_view> part_args_;
   std::vector<Envelope*> envelope_pool_;
   std::vector<PendingReply*> slot_pool_;
