@@ -287,6 +287,29 @@ def test_pipeline_10k_in_one_write(raw, keep_server):
     assert not bad, f"{len(bad)} replies wrong or out of order; first: {bad[:5]}"
 
 
+def test_pipeline_mixes_forwarded_writes_and_split_reads_in_order(raw, keep_server):
+    # Single-key requests travel to their shard in one batch per turn and multi-key ones in
+    # parts of their own: a part must never overtake a write forwarded before it.
+    cmds, want = [], []
+    for i in range(3000):
+        cmds.append(("SET", f"mix:{i}", f"v{i}"))
+        want.append(Reply("simple", b"OK"))
+        if i >= 1:
+            cmds.append(("MGET", f"mix:{i}", f"mix:{i - 1}", f"mix:{i}:never"))
+            want.append(Reply("array", [Reply("bulk", f"v{i}".encode()),
+                                        Reply("bulk", f"v{i - 1}".encode()), Reply("bulk", None)]))
+        if i >= 2:
+            cmds.append(("DEL", f"mix:{i - 2}", f"mix:{i - 2}:never"))
+            want.append(Reply("int", 1))
+            cmds.append(("GET", f"mix:{i - 2}"))
+            want.append(Reply("bulk", None))
+    c = raw(keep_server)
+    assert c.send_draining(encode_commands(cmds), timeout=20)
+    got = c.read_replies(len(cmds), timeout=20)
+    bad = [(i, cmds[i], g, w) for i, (g, w) in enumerate(zip(got, want)) if g != w]
+    assert not bad, f"{len(bad)} replies wrong or out of order; first: {bad[:5]}"
+
+
 def test_inline_commands(raw, keep_server):
     c = raw(keep_server)
 

@@ -396,7 +396,7 @@ void Shard::BinaryDispatch(Connection* conn, const bin::RequestView& request,
   if (!key.empty() && options_.count > 1) {
     int owner = commands::ShardOfSlot(group_->slot_function()(key), options_.count);
     if (owner != options_.index && (state.inflight >= kBinaryMaxInflight ||
-                                    outbound_[owner].size() >= kBinaryMaxQueuedPerRing)) {
+                                    unsent_forwards_[owner] >= kBinaryMaxQueuedPerRing)) {
       bin::EncodeBusy(&conn->out, request.id, kBusyRetryMs);
       metrics_.RecordRedirect(telemetry::Redirect::kBusy);
       MarkWrite(conn);

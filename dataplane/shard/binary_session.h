@@ -27,7 +27,7 @@ struct Connection;
 
 // Backpressure for binary connections (design §2.4): instead of queueing without bound, a request
 // that would be forwarded while the connection already has this many forwarded requests in flight,
-// or while the ring to the owning shard has this many envelopes waiting behind it, is answered
+// or while this many requests for the owning shard wait to enter the ring to it, is answered
 // BUSY with kBusyRetryMs.
 inline constexpr uint32_t kBinaryMaxInflight = 1024;
 inline constexpr size_t kBinaryMaxQueuedPerRing = 1024;

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <type_traits>
 
 #include "dataplane/commands/glob_util.h"
 #include "dataplane/commands/memory_guard.h"
@@ -52,6 +53,24 @@ constexpr size_t kDefragBudgetPerTick = 256;
 constexpr size_t kEvictBudgetPerTurn = 64;
 // Requests one connection runs per turn (Redis runs what one 16 KiB read holds, about as many).
 constexpr int kCommandsPerTurn = 256;
+
+// A turn's batch of requests for one shard is sent early once it holds this many requests or
+// bytes, so the other shard starts on them sooner and a pooled batch's buffers stay small.
+constexpr size_t kBatchRequests = 256;
+constexpr size_t kBatchBytes = 64 * 1024;
+// Pooled envelopes keep buffers up to this capacity.
+constexpr size_t kKeepEnvelopeCapacity = 256 * 1024;
+
+// What a batch carries before each forwarded request's argument lengths and bytes.
+struct ForwardHeader {
+  const commands::CommandSpec* spec;
+  uint64_t caller_id;
+  uint32_t key_slot;
+  uint32_t arg_count;
+  uint32_t resp_version;
+  uint32_t reserved;  // zero: the header is copied as bytes, so it has no padding to leave unset
+};
+static_assert(std::has_unique_object_representations_v<ForwardHeader>);
 
 // epoll data for things that are not connections: small integers never valid as pointers.
 constexpr uint64_t kWakeTag = 1;
@@ -141,6 +160,8 @@ Shard::Shard(ShardGroup* group, ShardOptions options)
     epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, options_.listen_fds[i], &listen_event);
   }
   outbound_.resize(options_.count);
+  open_batches_.assign(options_.count, nullptr);
+  unsent_forwards_.assign(options_.count, 0);
   store_.SetKeyClasses(options_.key_classes);
   store_.SetMemoryLimit(group_->maxmemory_share());
   store_.UsePrefaulter(&group_->prefaulter(), options_.index);
@@ -200,9 +221,7 @@ void Shard::Run() {
     }
     // Still over the memory cap after a turn that evicted, or mass expiry under way: go on
     // next turn without parking.
-    bool busy = evicting_ || expiring_ || !resume_list_.empty() ||
-                std::any_of(outbound_.begin(), outbound_.end(),
-                            [](const auto& queue) { return !queue.empty(); }) ||
+    bool busy = evicting_ || expiring_ || !resume_list_.empty() || HasOutbound() ||
                 group_->tasks().HasWork(options_.index);
     int timeout = busy ? 0 : static_cast<int>(std::max<int64_t>(0, next_timer_ms_ - now_ms_));
     if (stopping_) timeout = std::min(timeout, 10);
@@ -558,26 +577,51 @@ void Shard::Dispatch(Connection* conn, std::span<const std::string_view> args) {
       StartGather(conn, args);
       return;
   }
-  // A single-key request owned by another shard: forward it, keep its place in line.
-  Envelope* envelope = NewEnvelope();
-  envelope->origin = static_cast<uint16_t>(options_.index);
-  envelope->target = static_cast<uint16_t>(plan_.shard);
-  envelope->conn = conn;
-  envelope->slot = NewSlot();
-  envelope->spec = spec;
-  envelope->resp_version = conn->client.resp_version;
-  envelope->caller_id = conn->client.id;
-  envelope->as_part = false;
-  envelope->key_slot = plan_.slot;
-  PackArgs(args, &envelope->arg_bytes, &envelope->arg_ends);
+  Forward(conn, plan_.shard, args);
+}
+
+void Shard::Forward(Connection* conn, int target, std::span<const std::string_view> args) {
+  Envelope*& batch = open_batches_[target];
+  if (batch == nullptr) {
+    batch = NewEnvelope();
+    batch->origin = static_cast<uint16_t>(options_.index);
+    batch->target = static_cast<uint16_t>(target);
+  }
+  const ForwardHeader header{.spec = plan_.spec,
+                             .caller_id = conn->client.id,
+                             .key_slot = plan_.slot,
+                             .arg_count = static_cast<uint32_t>(args.size()),
+                             .resp_version = static_cast<uint32_t>(conn->client.resp_version),
+                             .reserved = 0};
+  std::string& out = batch->requests;
+  size_t size = out.size() + sizeof(header) + args.size() * sizeof(uint32_t);
+  for (std::string_view arg : args) size += arg.size();
+  const size_t start = out.size();
+  out.resize(size);
+  char* cursor = out.data() + start;
+  std::memcpy(cursor, &header, sizeof(header));
+  cursor += sizeof(header);
+  for (std::string_view arg : args) {
+    const auto length = static_cast<uint32_t>(arg.size());
+    std::memcpy(cursor, &length, sizeof(length));
+    cursor += sizeof(length);
+  }
+  for (std::string_view arg : args) {
+    std::memcpy(cursor, arg.data(), arg.size());
+    cursor += arg.size();
+  }
+  // The reply's place in the connection's order.
+  PendingReply* slot = NewSlot();
+  batch->waiting.push_back({conn, slot});
   if (conn->binary != nullptr) {
-    BinaryDefer(conn, envelope->slot);
+    BinaryDefer(conn, slot);
   } else {
-    conn->pending.push_back(envelope->slot);
+    conn->pending.push_back(slot);
   }
   ++conn->inflight;
   ++stats_.cross_shard_requests;
-  outbound_[plan_.shard].push_back(envelope);
+  ++unsent_forwards_[target];
+  if (batch->waiting.size() >= kBatchRequests || out.size() >= kBatchBytes) SealBatch(target);
 }
 
 void Shard::Execute(const commands::CommandSpec* spec, commands::CommandContext& ctx) {
@@ -702,7 +746,6 @@ void Shard::SendPart(Gather* gather, int target, std::span<const std::string_vie
   Envelope* envelope = NewEnvelope();
   envelope->origin = static_cast<uint16_t>(options_.index);
   envelope->target = static_cast<uint16_t>(target);
-  envelope->conn = gather->conn;
   envelope->gather = gather;
   envelope->spec = gather->spec;
   envelope->resp_version = gather->resp_version;
@@ -712,7 +755,8 @@ void Shard::SendPart(Gather* gather, int target, std::span<const std::string_vie
   PackArgs(args, &envelope->arg_bytes, &envelope->arg_ends);
   gather->envelopes.push_back(envelope);
   ++stats_.cross_shard_requests;
-  outbound_[target].push_back(envelope);
+  ++unsent_forwards_[target];
+  Enqueue(target, envelope);
 }
 
 void Shard::FinishGather(Gather* gather) {
@@ -766,71 +810,137 @@ void Shard::FinishGather(Gather* gather) {
 }
 
 void Shard::OnEnvelope(Envelope* envelope) {
-  if (!envelope->is_reply) {
-    // DrainInbound unpacked the arguments.
-    RunPart(envelope->spec, envelope->args, envelope->resp_version, &envelope->result,
-            envelope->as_part, envelope->caller_id, envelope->cursor_position, envelope->key_slot);
-    envelope->is_reply = true;
-    outbound_[envelope->origin].push_back(envelope);
-    return;
-  }
-  if (envelope->gather != nullptr) {
+  if (envelope->is_reply) {
+    if (envelope->gather == nullptr) return DeliverBatch(envelope);
     Gather* gather = envelope->gather;
     if (--gather->outstanding == 0) FinishGather(gather);
     return;
   }
-  Connection* conn = envelope->conn;
-  --conn->inflight;
-  if (conn->closed) {
-    Recycle(envelope->slot);
+  if (envelope->gather == nullptr) {
+    RunBatch(envelope);
   } else {
-    envelope->slot->bytes.swap(envelope->result.resp);
-    envelope->slot->ready = true;
-    if (conn->binary != nullptr) {
-      BinaryComplete(conn, envelope->slot);
+    UnpackArgs(envelope->arg_bytes, envelope->arg_ends, &envelope->args);
+    RunPart(envelope->spec, envelope->args, envelope->resp_version, &envelope->result,
+            envelope->as_part, envelope->caller_id, envelope->cursor_position, 0);
+  }
+  envelope->is_reply = true;
+  outbound_[envelope->origin].push_back(envelope);
+}
+
+void Shard::RunBatch(Envelope* batch) {
+  batch->replies.clear();
+  batch->reply_ends.clear();
+  const std::string& bytes = batch->requests;
+  size_t position = 0;
+  // As for a connection's pipeline (ProcessInput): kRequestBatch requests at a time have their
+  // keys' table groups, then records, fetched before any executes, so the cache misses overlap.
+  while (position < bytes.size()) {
+    batch_args_.clear();
+    size_t count = 0;
+    size_t keys = 0;
+    while (count < static_cast<size_t>(kRequestBatch) && position < bytes.size()) {
+      ForwardHeader header;
+      std::memcpy(&header, bytes.data() + position, sizeof(header));
+      position += sizeof(header);
+      const char* lengths = bytes.data() + position;
+      position += header.arg_count * sizeof(uint32_t);
+      const auto first_arg = static_cast<uint32_t>(batch_args_.size());
+      for (uint32_t i = 0; i < header.arg_count; ++i) {
+        uint32_t length;
+        std::memcpy(&length, lengths + i * sizeof(length), sizeof(length));
+        batch_args_.emplace_back(bytes.data() + position, length);
+        position += length;
+      }
+      if (header.arg_count >= 2) batch_keys_[keys++] = batch_args_[first_arg + 1];
+      batch_[count] = {first_arg, header.arg_count, 0};
+      forwarded_[count] = {header.spec, header.caller_id, header.key_slot,
+                           static_cast<int>(header.resp_version)};
+      ++count;
+    }
+    store_.PrefetchKeys(std::span(batch_keys_.data(), keys));
+    for (size_t i = 0; i < count; ++i) {
+      const ForwardedRequest& request = forwarded_[i];
+      proto::ReplyWriter writer(&batch->replies, request.resp_version);
+      commands::CommandContext ctx{
+          .store = store_,
+          .now_ms = now_ms_,
+          .args = std::span<const std::string_view>(batch_args_.data() + batch_[i].first_arg,
+                                                    batch_[i].arg_count),
+          .reply = writer,
+          .limits = options_.command_limits,
+          .services = this,
+          .shard_index = options_.index,
+          .shard_count = options_.count,
+          .caller_id = request.caller_id,
+          .slot = request.key_slot,
+          .slots = &slot_table_,
+          .view = view_,
+          .slot_of = &group_->slot_function()};
+      Execute(request.spec, ctx);
+      batch->reply_ends.push_back(static_cast<uint32_t>(batch->replies.size()));
+    }
+    store_.ForgetKeyHashes();
+  }
+}
+
+void Shard::DeliverBatch(Envelope* batch) {
+  uint32_t start = 0;
+  for (size_t i = 0; i < batch->waiting.size(); ++i) {
+    const auto [conn, slot] = batch->waiting[i];
+    const uint32_t end = batch->reply_ends[i];
+    const std::string_view reply(batch->replies.data() + start, end - start);
+    start = end;
+    --conn->inflight;
+    if (conn->closed) {
+      Recycle(slot);
+    } else if (conn->binary != nullptr) {
+      slot->bytes.assign(reply);
+      BinaryComplete(conn, slot);
+    } else if (conn->pending.front() != slot) {
+      // An earlier reply is still owed: this one waits behind it.
+      slot->bytes.assign(reply);
+      slot->ready = true;
     } else {
-      FlushSlots(conn);
+      const bool was_paused = InputPaused(conn);
+      conn->pending.pop_front();
+      Recycle(slot);
+      conn->out.append(reply);
+      FlushReadySlots(conn, was_paused);
     }
   }
-  Recycle(envelope);
+  Recycle(batch);
 }
 
 void Shard::DrainInbound() {
   for (int from = 0; from < options_.count; ++from) {
     if (from == options_.index) continue;
     SpscRing<Envelope>& ring = group_->ring(from, options_.index);
-    // As for a connection's pipeline (ProcessInput): a batch of forwarded requests has its keys'
-    // table groups, then records, fetched together before any executes, so their cache misses
-    // overlap instead of each lookup paying its own.
-    for (;;) {
-      size_t n = 0;
-      while (n < kRequestBatch) {
-        Envelope* envelope = ring.Pop();
-        if (envelope == nullptr) break;
-        inbound_batch_[n++] = envelope;
-      }
-      size_t keys = 0;
-      for (size_t i = 0; i < n; ++i) {
-        Envelope* envelope = inbound_batch_[i];
-        if (envelope->is_reply) continue;
-        UnpackArgs(envelope->arg_bytes, envelope->arg_ends, &envelope->args);
-        if (envelope->args.size() >= 2) batch_keys_[keys++] = envelope->args[1];
-      }
-      store_.PrefetchKeys(std::span(batch_keys_.data(), keys));
-      for (size_t i = 0; i < n; ++i) OnEnvelope(inbound_batch_[i]);
-      store_.ForgetKeyHashes();
-      if (n < kRequestBatch) break;
-    }
+    while (Envelope* envelope = ring.Pop()) OnEnvelope(envelope);
   }
+}
+
+void Shard::Enqueue(int target, Envelope* envelope) {
+  SealBatch(target);
+  outbound_[target].push_back(envelope);
+}
+
+void Shard::SealBatch(int target) {
+  if (open_batches_[target] == nullptr) return;
+  outbound_[target].push_back(open_batches_[target]);
+  open_batches_[target] = nullptr;
 }
 
 void Shard::FlushOutbound() {
   for (int target = 0; target < options_.count; ++target) {
+    SealBatch(target);
     std::vector<Envelope*>& queue = outbound_[target];
     if (queue.empty()) continue;
     SpscRing<Envelope>& ring = group_->ring(options_.index, target);
     size_t pushed = 0;
-    while (pushed < queue.size() && ring.Push(queue[pushed])) ++pushed;
+    while (pushed < queue.size() && ring.Push(queue[pushed])) {
+      if (!queue[pushed]->is_reply) unsent_forwards_[target] -= queue[pushed]->request_count();
+      ++pushed;
+    }
     if (pushed > 0) {
       queue.erase(queue.begin(), queue.begin() + pushed);
       // Pairs with the parked flag store in Turn: either we see it set, or the target sees
@@ -841,8 +951,16 @@ void Shard::FlushOutbound() {
   }
 }
 
-void Shard::FlushSlots(Connection* conn) {
-  bool was_paused = InputPaused(conn);
+bool Shard::HasOutbound() const {
+  for (int target = 0; target < options_.count; ++target) {
+    if (!outbound_[target].empty() || open_batches_[target] != nullptr) return true;
+  }
+  return false;
+}
+
+void Shard::FlushSlots(Connection* conn) { FlushReadySlots(conn, InputPaused(conn)); }
+
+void Shard::FlushReadySlots(Connection* conn, bool was_paused) {
   while (!conn->pending.empty() && conn->pending.front()->ready) {
     PendingReply* slot = conn->pending.front();
     conn->pending.pop_front();
@@ -1065,10 +1183,7 @@ bool Shard::Drained() const {
       return false;
     }
   }
-  for (const auto& queue : outbound_) {
-    if (!queue.empty()) return false;
-  }
-  return zombies_.empty();
+  return !HasOutbound() && zombies_.empty();
 }
 
 Envelope* Shard::NewEnvelope() {
@@ -1080,12 +1195,16 @@ Envelope* Shard::NewEnvelope() {
 
 void Shard::Recycle(Envelope* envelope) {
   envelope->is_reply = false;
-  envelope->conn = nullptr;
-  envelope->slot = nullptr;
   envelope->gather = nullptr;
+  envelope->requests.clear();
+  envelope->waiting.clear();
+  envelope->replies.clear();
+  envelope->reply_ends.clear();
   envelope->result.Reset();
-  if (envelope->arg_bytes.capacity() > 64 * 1024) std::string().swap(envelope->arg_bytes);
-  if (envelope->result.resp.capacity() > 64 * 1024) std::string().swap(envelope->result.resp);
+  for (std::string* buffer :
+       {&envelope->requests, &envelope->replies, &envelope->arg_bytes, &envelope->result.resp}) {
+    if (buffer->capacity() > kKeepEnvelopeCapacity) std::string().swap(*buffer);
+  }
   envelope_pool_.push_back(envelope);
 }
 
