@@ -59,7 +59,7 @@ constexpr int kCommandsPerTurn = 256;
 constexpr size_t kBatchRequests = 256;
 constexpr size_t kBatchBytes = 64 * 1024;
 // Pooled envelopes keep buffers up to this capacity.
-constexpr size_t kKeepEnvelopeCapacity = 256 * 1024;
+constexpr size_t kKeepEnvelopeCapacity = 128 * 1024;
 
 // What a batch carries before each forwarded request's argument lengths and bytes.
 struct ForwardHeader {
@@ -1072,7 +1072,7 @@ void Shard::Close(Connection* conn, const char* reason) {
   conn->closed = true;
   connection_bytes_ -= conn->accounted_bytes;
   conn->accounted_bytes = 0;
-  store_.SetExternalBytes(connection_bytes_);
+  store_.SetExternalBytes(connection_bytes_ + envelope_bytes_);
   group_->ReleaseClient();
   --stats_.connected_clients;
   // Slots still referenced by in-flight requests are recycled when their replies arrive.
@@ -1158,7 +1158,7 @@ void Shard::AccountBuffers(Connection* conn) {
   if (bytes == conn->accounted_bytes) return;
   connection_bytes_ += bytes - conn->accounted_bytes;
   conn->accounted_bytes = bytes;
-  store_.SetExternalBytes(connection_bytes_);
+  store_.SetExternalBytes(connection_bytes_ + envelope_bytes_);
 }
 
 // The memory cap (design §2.5): what writes left over the cap is evicted a bounded step per turn.
@@ -1205,6 +1205,15 @@ void Shard::Recycle(Envelope* envelope) {
        {&envelope->requests, &envelope->replies, &envelope->arg_bytes, &envelope->result.resp}) {
     if (buffer->capacity() > kKeepEnvelopeCapacity) std::string().swap(*buffer);
   }
+  // The pool's batch buffers count against the memory cap as connections' buffers do.
+  const size_t bytes = envelope->requests.capacity() + envelope->replies.capacity() +
+                       envelope->reply_ends.capacity() * sizeof(uint32_t) +
+                       envelope->waiting.capacity() * sizeof(Forwarded);
+  if (bytes != envelope->accounted_bytes) {
+    envelope_bytes_ += bytes - envelope->accounted_bytes;
+    envelope->accounted_bytes = bytes;
+    store_.SetExternalBytes(connection_bytes_ + envelope_bytes_);
+  }
   envelope_pool_.push_back(envelope);
 }
 
@@ -1246,7 +1255,7 @@ void Shard::CollectStats(commands::ShardStats* stats) {
   stats->keys = store_.Size();
   stats->keys_with_expiry = store_.KeysWithExpiry();
   stats->expired_keys = store_.expired_keys();
-  stats->used_bytes = store_.AllocatedBytes() + connection_bytes_;
+  stats->used_bytes = store_.AllocatedBytes() + connection_bytes_ + envelope_bytes_;
   stats->reserved_bytes = store_.UsedBytes();
   stats->maxmemory = static_cast<uint64_t>(group_->maxmemory());
   stats->evicted_keys = store_.evicted_keys();

@@ -69,6 +69,8 @@ struct Envelope {
   commands::PartResult result;
 
   size_t request_count() const { return gather != nullptr ? 1 : waiting.size(); }
+
+  size_t accounted_bytes = 0;  // batch buffer capacity counted in the origin's memory use
 };
 
 // The originating side of a split or broadcast request: waits for every part, then combines.
@@ -277,6 +279,7 @@ class Shard final : public commands::ShardServices {
 
   commands::ShardStats stats_;
   size_t connection_bytes_ = 0;  // input and output buffers of this shard's connections
+  size_t envelope_bytes_ = 0;    // batch buffers of the envelopes this shard sends
   bool evicting_ = false;        // over the memory cap and eviction is making progress
   bool expiring_ = false;        // the last sweep found many expired keys
 
