@@ -40,9 +40,9 @@ struct ClientState {
   int db = 0;
   int64_t created_ms = 0;
   int64_t last_interaction_ms = 0;
-  std::string last_command;
-  std::string addr;   // peer "ip:port"
-  std::string laddr;  // local "ip:port"
+  std::string_view last_command;  // the name of the last known command run (CLIENT LIST cmd=)
+  std::string addr;               // peer "ip:port"
+  std::string laddr;              // local "ip:port"
   int fd = -1;
   int shard = 0;
   // Pub/sub subscriptions by PubSubKind.

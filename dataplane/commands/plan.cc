@@ -45,7 +45,8 @@ uint64_t NextScanCursor(uint64_t next_position, int shard, int shard_count) {
 }
 
 void PlanRequest(const CommandTable& table, std::span<const std::string_view> args,
-                 const core::SlotFunction& slot_of, int shard_count, RoutePlan* plan) {
+                 const core::SlotFunction& slot_of, int shard_count, RoutePlan* plan,
+                 uint32_t arg1_slot) {
   plan->Reset();
   const CommandSpec* spec = table.Find(args[0]);
   if (spec == nullptr) {
@@ -66,7 +67,8 @@ void PlanRequest(const CommandTable& table, std::span<const std::string_view> ar
     case Routing::kSingleKey: {
       size_t last = spec->key_count != nullptr ? spec->first_key + spec->key_count(args) - 1
                                                : LastKeyIndex(*spec, args.size());
-      uint32_t slot = slot_of(args[spec->first_key]);
+      uint32_t slot =
+          spec->first_key == 1 && arg1_slot != kNoSlot ? arg1_slot : slot_of(args[spec->first_key]);
       for (size_t i = spec->first_key + spec->key_step; i <= last && i < args.size();
            i += spec->key_step) {
         if (slot_of(args[i]) != slot) {

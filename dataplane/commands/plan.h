@@ -38,9 +38,13 @@ struct RoutePlan {
 };
 
 // Fills `plan` for `args` (args[0] is the command name). Checks existence, arity and that the
-// keys of a kSingleKey command share one slot; errors use Redis's exact texts.
+// keys of a kSingleKey command share one slot; errors use Redis's exact texts. `arg1_slot`, when
+// not kNoSlot, is slot_of(args[1]) computed already (the shard does so to prefetch only its own
+// keys).
+inline constexpr uint32_t kNoSlot = UINT32_MAX;
 void PlanRequest(const CommandTable& table, std::span<const std::string_view> args,
-                 const core::SlotFunction& slot_of, int shard_count, RoutePlan* plan);
+                 const core::SlotFunction& slot_of, int shard_count, RoutePlan* plan,
+                 uint32_t arg1_slot = kNoSlot);
 
 inline int ShardOfSlot(uint32_t slot, int shard_count) {
   return static_cast<int>(slot % static_cast<uint32_t>(shard_count));

@@ -38,6 +38,8 @@ constexpr size_t kMaxPendingReplies = 1024;
 constexpr size_t kOutputPauseBytes = 4 * 1024 * 1024;
 constexpr size_t kKeepInputCapacity = 256 * 1024;
 constexpr size_t kKeepOutputCapacity = 1024 * 1024;
+// Replies that follow one still being computed on another shard share a slot up to this size.
+constexpr size_t kSlotShareBytes = 16 * 1024;
 // Replies held back while a connection waits for a reply from another shard (see WriteAll).
 constexpr size_t kDeferredOutputBytes = 64 * 1024;
 constexpr int64_t kStopFlushMs = 2000;
@@ -447,13 +449,21 @@ void Shard::ProcessInput(Connection* conn, std::string_view data, bool from_scra
       const bool is_inline = data[position] != '*';
       position += consumed;
       batch_[parsed++] = {static_cast<uint32_t>(batch_args_.size()),
-                          static_cast<uint32_t>(args_.size()), position};
+                          static_cast<uint32_t>(args_.size()), position, commands::kNoSlot};
       batch_args_.insert(batch_args_.end(), args_.begin(), args_.end());
       if (is_inline) break;
     }
+    // Only keys this shard owns are worth fetching: the slot that tells is computed once, here,
+    // and handed to PlanRequest.
     size_t keys = 0;
     for (int i = 0; i < parsed; ++i) {
-      if (batch_[i].arg_count >= 2) batch_keys_[keys++] = batch_args_[batch_[i].first_arg + 1];
+      if (batch_[i].arg_count < 2) continue;
+      const std::string_view key = batch_args_[batch_[i].first_arg + 1];
+      batch_[i].arg1_slot = group_->slot_function()(key);
+      if (options_.count == 1 ||
+          commands::ShardOfSlot(batch_[i].arg1_slot, options_.count) == options_.index) {
+        batch_keys_[keys++] = key;
+      }
     }
     store_.PrefetchKeys(std::span(batch_keys_.data(), keys));
     for (int i = 0; i < parsed; ++i) {
@@ -466,8 +476,10 @@ void Shard::ProcessInput(Connection* conn, std::string_view data, bool from_scra
       if (batch_[i].arg_count == 0) continue;
       ++stats_.total_commands_processed;
       --budget;
-      Dispatch(conn, std::span<const std::string_view>(batch_args_.data() + batch_[i].first_arg,
-                                                       batch_[i].arg_count));
+      Dispatch(conn,
+               std::span<const std::string_view>(batch_args_.data() + batch_[i].first_arg,
+                                                 batch_[i].arg_count),
+               batch_[i].arg1_slot);
     }
     store_.ForgetKeyHashes();
     if (!more || status == proto::ParseStatus::kComplete) continue;
@@ -503,20 +515,27 @@ std::string* Shard::ReplyTarget(Connection* conn) {
   MarkWrite(conn);
   if (conn->binary != nullptr) return &conn->binary->resp;
   if (conn->pending.empty()) return &conn->out;
+  // Behind a reply still owed by another shard: consecutive replies share a slot, up to a size
+  // that keeps what one slot holds back bounded.
+  if (PendingReply* last = conn->pending.back();
+      last->ready && last->bytes.size() < kSlotShareBytes) {
+    return &last->bytes;
+  }
   PendingReply* slot = NewSlot();
   slot->ready = true;
   conn->pending.push_back(slot);
   return &slot->bytes;
 }
 
-void Shard::Dispatch(Connection* conn, std::span<const std::string_view> args) {
-  if (conn->client.last_command != args[0]) conn->client.last_command.assign(args[0]);
+void Shard::Dispatch(Connection* conn, std::span<const std::string_view> args, uint32_t arg1_slot) {
   if (!conn->client.authenticated && !IsAuthExempt(args[0])) {
     proto::ReplyWriter(ReplyTarget(conn), conn->client.resp_version)
         .Error("NOAUTH Authentication required.");
     return;
   }
-  commands::PlanRequest(table_, args, group_->slot_function(), options_.count, &plan_);
+  commands::PlanRequest(table_, args, group_->slot_function(), options_.count, &plan_, arg1_slot);
+  // As Redis: the command's own name, or NULL after an unknown one.
+  conn->client.last_command = plan_.spec != nullptr ? plan_.spec->name : std::string_view();
   if (!plan_.error.empty()) {
     proto::ReplyWriter(ReplyTarget(conn), conn->client.resp_version).Error(plan_.error);
     return;
@@ -852,7 +871,7 @@ void Shard::RunBatch(Envelope* batch) {
         position += length;
       }
       if (header.arg_count >= 2) batch_keys_[keys++] = batch_args_[first_arg + 1];
-      batch_[count] = {first_arg, header.arg_count, 0};
+      batch_[count] = {first_arg, header.arg_count, 0, commands::kNoSlot};
       forwarded_[count] = {header.spec, header.caller_id, header.key_slot,
                            static_cast<int>(header.resp_version)};
       ++count;
@@ -1288,11 +1307,12 @@ void Shard::AppendClientList(std::string* out, const std::vector<uint64_t>& ids)
     if (conn->closed) continue;
     if (!ids.empty() && std::find(ids.begin(), ids.end(), id) == ids.end()) continue;
     const commands::ClientState& c = conn->client;
+    const std::string_view command = c.last_command.empty() ? "NULL" : c.last_command;
     char line[512];
     snprintf(line, sizeof(line),
              "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=N db=%d sub=0 "
              "psub=0 ssub=0 multi=-1 qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=0 rbs=%zu "
-             "rbp=0 obl=0 oll=%zu omem=%zu tot-mem=%zu events=r cmd=%s user=default redir=-1 "
+             "rbp=0 obl=0 oll=%zu omem=%zu tot-mem=%zu events=r cmd=%.*s user=default redir=-1 "
              "resp=%d shard=%d\n",
              static_cast<unsigned long long>(c.id), c.addr.c_str(), c.laddr.c_str(), c.fd,
              c.name.c_str(), static_cast<long long>((now_ms_ - c.created_ms) / 1000),
@@ -1300,7 +1320,7 @@ void Shard::AppendClientList(std::string* out, const std::vector<uint64_t>& ids)
              conn->in.size(), conn->in.capacity() - conn->in.size(), conn->in.capacity(),
              conn->pending.size(), conn->out.capacity(),
              conn->in.capacity() + conn->out.capacity() + sizeof(Connection),
-             c.last_command.empty() ? "NULL" : c.last_command.c_str(), c.resp_version, c.shard);
+             static_cast<int>(command.size()), command.data(), c.resp_version, c.shard);
     out->append(line);
   }
 }

@@ -145,7 +145,9 @@ class Shard final : public commands::ShardServices {
   void Accept(int listen_fd);
   void OnReadable(Connection* conn);
   void ProcessInput(Connection* conn, std::string_view data, bool from_scratch);
-  void Dispatch(Connection* conn, std::span<const std::string_view> args);
+  // `arg1_slot`: the slot of args[1] if already computed (see commands::PlanRequest).
+  void Dispatch(Connection* conn, std::span<const std::string_view> args,
+                uint32_t arg1_slot = commands::kNoSlot);
   void RunPart(const commands::CommandSpec* spec, std::span<const std::string_view> args,
                int resp_version, commands::PartResult* result, bool as_part, uint64_t caller_id,
                uint64_t cursor_position, uint32_t slot);
@@ -257,6 +259,7 @@ class Shard final : public commands::ShardServices {
     uint32_t first_arg = 0;
     uint32_t arg_count = 0;
     size_t end = 0;  // input offset just past the request
+    uint32_t arg1_slot = commands::kNoSlot;
   };
   static constexpr int kRequestBatch = 16;
   std::array<ParsedRequest, kRequestBatch> batch_;
