@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstring>
 
 namespace keep::proto {
 namespace {
@@ -47,9 +48,29 @@ void ReplyWriter::Error(std::string_view message) {
 void ReplyWriter::Integer(int64_t value) { Header(':', value); }
 
 void ReplyWriter::Bulk(std::string_view bytes) {
-  Header('$', static_cast<int64_t>(bytes.size()));
-  out_->append(bytes);
-  out_->append("\r\n", 2);
+  const size_t old_size = out_->size();
+  if (bytes.data() >= out_->data() && bytes.data() < out_->data() + old_size) {
+    // The value lives in this very buffer, which growing it may move: append copies it first.
+    Header('$', static_cast<int64_t>(bytes.size()));
+    out_->append(bytes);
+    out_->append("\r\n", 2);
+    return;
+  }
+  // One resize and three copies instead of three appends (the most common reply of all).
+  char header[24];
+  header[0] = '$';
+  char* header_end = std::to_chars(header + 1, header + sizeof(header), bytes.size()).ptr;
+  const auto header_size = static_cast<size_t>(header_end - header);
+  out_->resize(old_size + header_size + 2 + bytes.size() + 2);
+  char* at = out_->data() + old_size;
+  std::memcpy(at, header, header_size);
+  at += header_size;
+  at[0] = '\r';
+  at[1] = '\n';
+  std::memcpy(at + 2, bytes.data(), bytes.size());
+  at += 2 + bytes.size();
+  at[0] = '\r';
+  at[1] = '\n';
 }
 
 void ReplyWriter::Null() {

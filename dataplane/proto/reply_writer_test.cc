@@ -83,6 +83,14 @@ TEST(ReplyWriter, Bulk) {
   ExpectBoth(Both([&](ReplyWriter& w) { w.Bulk(big); }), big_reply, big_reply);
 }
 
+TEST(ReplyWriter, BulkOfBytesInsideItsOwnBufferSurvivesTheBufferGrowing) {
+  std::string out = "+PONG\r\n";
+  out.shrink_to_fit();
+  ReplyWriter w(&out, 2);
+  w.Bulk(std::string_view(out).substr(1, 4));  // growing moves the bytes it is copying
+  EXPECT_EQ(out, "+PONG\r\n$4\r\nPONG\r\n");
+}
+
 TEST(ReplyWriter, Nulls) {
   ExpectBoth(Both([](ReplyWriter& w) { w.Null(); }), "$-1\r\n", "_\r\n");
   ExpectBoth(Both([](ReplyWriter& w) { w.NullArray(); }), "*-1\r\n", "_\r\n");

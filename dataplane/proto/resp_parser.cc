@@ -121,12 +121,20 @@ int HexValue(char c) {
 
 ParseStatus RespParser::Parse(std::string_view data, std::vector<std::string_view>* args,
                               size_t* consumed) {
-  needed_ = 0;
   args->clear();
+  return ParseAppending(data, args, consumed);
+}
+
+ParseStatus RespParser::ParseAppending(std::string_view data, std::vector<std::string_view>* args,
+                                       size_t* consumed) {
+  needed_ = 0;
   *consumed = 0;
   if (data.empty()) return ParseStatus::kIncomplete;
-  if (data[0] == '*') return ParseMultibulk(data, args, consumed);
-  return ParseInline(data, args, consumed);
+  const size_t before = args->size();
+  const ParseStatus status =
+      data[0] == '*' ? ParseMultibulk(data, args, consumed) : ParseInline(data, args, consumed);
+  if (status != ParseStatus::kComplete) args->resize(before);
+  return status;
 }
 
 ParseStatus RespParser::Fail(std::string_view message) {
@@ -170,7 +178,7 @@ ParseStatus RespParser::ParseMultibulk(std::string_view data, std::vector<std::s
   }
   // Reserve only a bounded amount up front: the count is attacker-controlled and every argument
   // must actually arrive (at least 6 bytes each) before it costs more memory.
-  if (args->capacity() < count && count <= 1024) args->reserve(count);
+  if (args->capacity() < args->size() + count && count <= 1024) args->reserve(args->size() + count);
 
   for (uint64_t i = 0; i < count; ++i) {
     if (pos >= n) return ParseStatus::kIncomplete;

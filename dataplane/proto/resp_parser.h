@@ -35,6 +35,10 @@ class RespParser {
   // (views into `data`, or into this parser's scratch space for inline requests with quotes or
   // escapes; valid until the next Parse call) and `*consumed` the bytes used.
   ParseStatus Parse(std::string_view data, std::vector<std::string_view>* args, size_t* consumed);
+  // The same, appending the arguments to `*args` (left as it was unless kComplete), so a caller
+  // collecting a batch of requests needs no copy.
+  ParseStatus ParseAppending(std::string_view data, std::vector<std::string_view>* args,
+                             size_t* consumed);
 
   // After kError: the message without the leading '-', e.g.
   // "ERR Protocol error: invalid bulk length".

@@ -442,15 +442,15 @@ void Shard::ProcessInput(Connection* conn, std::string_view data, bool from_scra
     proto::ParseStatus status = proto::ParseStatus::kComplete;
     while (parsed < std::min(kRequestBatch, budget) && position < data.size()) {
       size_t consumed = 0;
-      status = conn->parser.Parse(data.substr(position), &args_, &consumed);
+      const auto first_arg = static_cast<uint32_t>(batch_args_.size());
+      status = conn->parser.ParseAppending(data.substr(position), &batch_args_, &consumed);
       if (status != proto::ParseStatus::kComplete) break;
       // An inline request's arguments may live in the parser's scratch, which the next Parse
       // reuses: it ends the batch.
       const bool is_inline = data[position] != '*';
       position += consumed;
-      batch_[parsed++] = {static_cast<uint32_t>(batch_args_.size()),
-                          static_cast<uint32_t>(args_.size()), position, commands::kNoSlot};
-      batch_args_.insert(batch_args_.end(), args_.begin(), args_.end());
+      batch_[parsed++] = {first_arg, static_cast<uint32_t>(batch_args_.size()) - first_arg,
+                          position, commands::kNoSlot};
       if (is_inline) break;
     }
     // Only keys this shard owns are worth fetching: the slot that tells is computed once, here,

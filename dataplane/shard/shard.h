@@ -253,7 +253,6 @@ class Shard final : public commands::ShardServices {
   std::string route_error_;  // reused for MOVED texts
 
   commands::RoutePlan plan_;
-  std::vector<std::string_view> args_;  // the request being parsed, reused
   // A batch of parsed pipelined requests (see ProcessInput): their arguments back to back.
   struct ParsedRequest {
     uint32_t first_arg = 0;
