@@ -218,6 +218,44 @@ def test_join_pulls_the_slots_it_gains(make_cluster):
         router.close()
 
 
+@pytest.mark.timeout(120)
+def test_a_paused_member_pulls_back_what_was_written_in_its_slots_meanwhile(make_cluster):
+    """A member stopped for longer than the failure detection (SIGSTOP 1 s) never sees its slots
+    leave; the others serve them meanwhile and then hand them back. It must pull them (with what
+    was written there), not leave the others waiting for a pull forever."""
+    c = make_cluster(3)
+    router = Router(c.members, timeout=30)
+    try:
+        before = {f"b:{i}".encode(): f"v{i}".encode() for i in range(600)}
+        for key, value in before.items():
+            assert router.call(key, "SET", key, value).value == b"OK"
+        paused = c.members[2]
+        paused.signal(signal.SIGSTOP)
+        try:
+            # The others serve its slots once they think it dead: write into all of them.
+            live = Router(c.members[:2], timeout=30)
+            time.sleep(0.5)
+            during = {f"d:{i}".encode(): f"w{i}".encode() for i in range(600)}
+            for key, value in during.items():
+                assert live.call(key, "SET", key, value).value == b"OK"
+            live.close()
+        finally:
+            paused.signal(signal.SIGCONT)
+        # Everyone settles with no handoff left waiting.
+        def settled():
+            views = [m.cluster_view() for m in c.members]
+            return all(v["handoff"]["in_flight"] == 0 and not v["fenced"] for v in views) and \
+                len({v["owners_digest"] for v in views}) == 1
+        wait_until(settled, 20, 0.05, "every handoff to finish after the pause")
+        assert paused.cluster_view()["slots_owned"] > 16384 // 6
+        for key, value in {**before, **during}.items():
+            got = router.call(key, "GET", key)
+            assert got.value == value, (key, got)
+        assert total_keys(c.members) == len(before) + len(during)
+    finally:
+        router.close()
+
+
 UNDER_LOAD_KEYS = 200_000
 
 

@@ -298,6 +298,7 @@ void ClusterControl::SendHeartbeats(int64_t now_ns) {
     if (static_cast<int>(i) == self || !targets_[i]) continue;
     hb.sequence = ++sequence_;
     hb.known_incarnation = tracker_.Incarnation(i);
+    hb.awaiting_your_pull = i < exporting_to_.size() && exporting_to_[i];
     size_t size = EncodeHeartbeat(hb, options_.peer_secret, datagram);
     boost::system::error_code ignored;
     socket_.send_to(asio::buffer(datagram, size), *targets_[i], 0, ignored);
@@ -308,6 +309,7 @@ void ClusterControl::Tick() {
   if (stopping_) return;
   int64_t now = MonotonicRawNanos();
   if (tracker_.Expire(now)) dirty_ = true;
+  if (tracker_.SettleAwaitingPull(now)) dirty_ = true;
   bool listening = Millis(now - started_ns_) < kListenBeforeServingMs;
   // Listen before talking: until peers hear this life, their heartbeats still name the
   // incarnation they knew, which tells a restarted member that it had a previous life.
@@ -377,8 +379,12 @@ void ClusterControl::Rebuild() {
     size_t up = 0;
     XXH3_state_t* digest = XXH3_createState();
     XXH3_64bits_reset(digest);
+    exporting_to_.assign(view->members.size(), false);
     for (uint32_t slot = 0; slot < core::kSlotCount; ++slot) {
       if (view->phase[slot] == SlotPhase::kOwned) ++owned;
+      if (view->phase[slot] == SlotPhase::kExporting && view->owner[slot] != kNoOwner) {
+        exporting_to_[view->owner[slot]] = true;
+      }
       uint16_t o = view->owner[slot];
       std::string_view id = o == kNoOwner ? std::string_view("-") : view->members[o].member.id;
       XXH3_64bits_update(digest, id.data(), id.size());

@@ -134,6 +134,8 @@ class ClusterControl {
   std::atomic<bool> left_{false};
   std::atomic<bool> stopping_{false};
   std::string owners_digest_;
+  // Per member of the list: the current view exports slots to it (heartbeats tell it so).
+  std::vector<bool> exporting_to_;
   uint32_t slots_owned_ = 0;
 
   Rejections rejections_;

@@ -43,7 +43,7 @@ size_t EncodeHeartbeat(const Heartbeat& hb, std::string_view key, uint8_t* out) 
   size_t id_len = std::min(hb.id.size(), kMaxMemberIdLength);
   std::memcpy(out, kMagic, 4);
   out[4] = static_cast<uint8_t>(hb.state);
-  out[5] = hb.fenced ? 1 : 0;
+  out[5] = static_cast<uint8_t>((hb.fenced ? 1 : 0) | (hb.awaiting_your_pull ? 2 : 0));
   out[6] = static_cast<uint8_t>(id_len);
   out[7] = static_cast<uint8_t>(id_len >> 8);
   Put64(out + 8, hb.incarnation);
@@ -76,10 +76,11 @@ HeartbeatError DecodeHeartbeat(std::span<const uint8_t> d, std::string_view key,
   if (CRYPTO_memcmp(expected, d.data() + body, kHeartbeatMacBytes) != 0) {
     return HeartbeatError::kForged;
   }
-  if (d[4] > static_cast<uint8_t>(MemberState::kLeft) || d[5] > 1)
+  if (d[4] > static_cast<uint8_t>(MemberState::kLeft) || d[5] > 3)
     return HeartbeatError::kMalformed;
   out->state = static_cast<MemberState>(d[4]);
-  out->fenced = d[5] != 0;
+  out->fenced = (d[5] & 1) != 0;
+  out->awaiting_your_pull = (d[5] & 2) != 0;
   out->incarnation = Get64(d.data() + 8);
   out->sequence = Get64(d.data() + 16);
   out->view_epoch = Get64(d.data() + 24);
@@ -155,6 +156,11 @@ PeerTracker::Verdict PeerTracker::OnHeartbeat(const Heartbeat& hb, int64_t now_n
   if (!peer.alive || peer.announced != hb.state) *changed = true;
   peer.alive = true;
   peer.announced = hb.state;
+  if (!hb.awaiting_your_pull) {
+    peer.awaiting_pull_since_ns = 0;
+  } else if (peer.awaiting_pull_since_ns == 0) {
+    peer.awaiting_pull_since_ns = now_ns;
+  }
   return Verdict::kAccepted;
 }
 
@@ -196,9 +202,23 @@ size_t PeerTracker::DepartedCount() const {
 std::vector<MemberStatus> PeerTracker::Statuses() const {
   std::vector<MemberStatus> out;
   for (const Peer& peer : peers_) {
-    out.push_back({peer.self || peer.alive, peer.announced, peer.incarnation});
+    out.push_back({peer.self || peer.alive, peer.announced, peer.incarnation,
+                   peer.alive && peer.awaits_pull});
   }
   return out;
+}
+
+bool PeerTracker::SettleAwaitingPull(int64_t now_ns) {
+  bool changed = false;
+  for (Peer& peer : peers_) {
+    const bool awaits = peer.alive && peer.awaiting_pull_since_ns != 0 &&
+                        now_ns - peer.awaiting_pull_since_ns >= kAwaitingPullGraceMs * 1'000'000;
+    if (awaits != peer.awaits_pull) {
+      peer.awaits_pull = awaits;
+      changed = true;
+    }
+  }
+  return changed;
 }
 
 }  // namespace keep::cluster

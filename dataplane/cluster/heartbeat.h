@@ -7,7 +7,8 @@
 // Wire format (little endian), 88 + id bytes, at most 152:
 //   0  "KHB" 0x01         magic and version
 //   4  u8 state           MemberState
-//   5  u8 flags           bit 0: fenced
+//   5  u8 flags           bit 0: fenced; bit 1: the sender holds slots it is handing to the
+//                         receiver and waits for the receiver to pull them
 //   6  u16 id_len         1..64
 //   8  u64 incarnation    random per boot, never 0
 //  16  u64 sequence       grows by one per datagram sent by this incarnation
@@ -34,6 +35,10 @@ namespace keep::cluster {
 
 inline constexpr int64_t kHeartbeatPeriodMs = 25;
 inline constexpr int64_t kFailureDetectionMs = 225;
+// A member that announces it awaits this member's pull for this long, while this member pulls
+// nothing from it, exports slots this member never saw leave (see ViewBuilder): far longer than
+// a normal handoff takes to start, and to be released once pulled.
+inline constexpr int64_t kAwaitingPullGraceMs = 500;
 inline constexpr size_t kHeartbeatHeaderBytes = 56;
 inline constexpr size_t kHeartbeatMacBytes = 32;
 inline constexpr size_t kMaxHeartbeatBytes =
@@ -47,6 +52,9 @@ struct Heartbeat {
   uint64_t known_incarnation = 0;
   MemberState state = MemberState::kJoining;
   bool fenced = false;
+  // Per receiver: the sender exports slots to it. A receiver that never saw those slots leave it
+  // (the sender alone thought it dead for a moment) learns here that it must pull them back.
+  bool awaiting_your_pull = false;
   uint32_t slots_owned = 0;
   uint32_t handoff_in_flight = 0;
   uint32_t handoff_done = 0;
@@ -89,6 +97,9 @@ class PeerTracker {
   // majority of the members that remain, and a left member never serves again in that life).
   size_t DepartedCount() const;
   std::vector<MemberStatus> Statuses() const;
+  // Settles, for every member, whether it has been awaiting this member's pull (see
+  // Heartbeat::awaiting_your_pull) for kAwaitingPullGraceMs; true if any verdict changed.
+  bool SettleAwaitingPull(int64_t now_ns);
   // The incarnation last heard from member `index` (0 when never).
   uint64_t Incarnation(size_t index) const { return peers_[index].incarnation; }
   uint64_t Received(size_t index) const { return peers_[index].received; }
@@ -103,6 +114,8 @@ class PeerTracker {
     uint64_t incarnation = 0;
     uint64_t last_sequence = 0;
     int64_t last_heard_ns = 0;
+    int64_t awaiting_pull_since_ns = 0;  // 0: its last heartbeat did not await a pull
+    bool awaits_pull = false;            // ... and has for kAwaitingPullGraceMs
     uint64_t received = 0;
     uint64_t lost = 0;                       // sequence gaps: datagrams that never arrived
     std::deque<uint64_t> past_incarnations;  // replays of these are refused

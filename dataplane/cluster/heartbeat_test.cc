@@ -33,7 +33,15 @@ TEST(Heartbeat, RoundTrips) {
   EXPECT_EQ(out.known_incarnation, 9u);
   EXPECT_EQ(out.state, MemberState::kLeaving);
   EXPECT_TRUE(out.fenced);
+  EXPECT_FALSE(out.awaiting_your_pull);
   EXPECT_EQ(out.handoff_total, 5u);
+  Heartbeat awaiting = Sample();
+  awaiting.fenced = false;
+  awaiting.awaiting_your_pull = true;
+  size = EncodeHeartbeat(awaiting, "key", buffer);
+  ASSERT_EQ(DecodeHeartbeat({buffer, size}, "key", &out), HeartbeatError::kOk);
+  EXPECT_FALSE(out.fenced);
+  EXPECT_TRUE(out.awaiting_your_pull);
 }
 
 TEST(Heartbeat, RejectsForgedTruncatedAndGarbage) {
@@ -88,6 +96,42 @@ TEST(PeerTracker, DetectsFailureReplaysAndNewLives) {
             PeerTracker::Verdict::kUnknownMember);
   Heartbeat self = Sample("a");
   EXPECT_EQ(tracker.OnHeartbeat(self, 2001 * ms, &changed), PeerTracker::Verdict::kSelf);
+}
+
+TEST(PeerTracker, AwaitingPullCountsOnlyAfterTheGraceAndWhileHeard) {
+  MemberList list;
+  ASSERT_EQ(ParseInlineMembers("a@h:1:2:1,keep-1@h:3:4:1", &list), "");
+  PeerTracker tracker;
+  tracker.SetMembers(list, 0);
+  Heartbeat hb = Sample();
+  hb.awaiting_your_pull = true;
+  bool changed = false;
+  const int64_t ms = 1'000'000;
+  int64_t now = 1000 * ms;
+  auto beat = [&](bool awaiting) {
+    hb.awaiting_your_pull = awaiting;
+    ++hb.sequence;
+    now += 25 * ms;
+    ASSERT_EQ(tracker.OnHeartbeat(hb, now, &changed), PeerTracker::Verdict::kAccepted);
+  };
+  beat(true);
+  EXPECT_FALSE(tracker.SettleAwaitingPull(now));
+  EXPECT_FALSE(tracker.Statuses()[1].awaits_my_pull);
+  while (now < 1025 * ms + kAwaitingPullGraceMs * ms) beat(true);
+  EXPECT_TRUE(tracker.SettleAwaitingPull(now));
+  EXPECT_TRUE(tracker.Statuses()[1].awaits_my_pull);
+  EXPECT_FALSE(tracker.SettleAwaitingPull(now));
+  // One heartbeat without the flag ends the episode; the grace starts over.
+  beat(false);
+  EXPECT_TRUE(tracker.SettleAwaitingPull(now));
+  EXPECT_FALSE(tracker.Statuses()[1].awaits_my_pull);
+  beat(true);
+  EXPECT_FALSE(tracker.SettleAwaitingPull(now));
+  // A silent member awaits nothing.
+  now += kAwaitingPullGraceMs * ms;
+  EXPECT_TRUE(tracker.Expire(now));
+  EXPECT_FALSE(tracker.SettleAwaitingPull(now));
+  EXPECT_FALSE(tracker.Statuses()[1].awaits_my_pull);
 }
 
 TEST(Heartbeat, AdminTokenIsHmacHex) {

@@ -136,6 +136,48 @@ std::unique_ptr<View> ViewBuilder::Build(const Input& input, MoveEvents* events)
   };
   bool may_move = input.handoff && !input.fenced;
   int self = input.self;
+
+  // A member that alone thought this one dead for a while served its slots meanwhile, and now
+  // that it hears this member again it exports them back and waits for a pull; this member
+  // never saw them leave and would never pull. So: once per such episode, the slots that member
+  // gained while this one seemed gone (this member's slots that would be its without this
+  // member) are pulled from it, carrying over what it wrote meanwhile.
+  std::vector<bool> reclaim_from(ids.size(), false);
+  bool reclaiming = false;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (static_cast<int>(i) == self) continue;
+    const bool awaits = input.status[i].awaits_my_pull && alive[i];
+    auto episode = std::find(reclaimed_from_.begin(), reclaimed_from_.end(), ids[i]);
+    if (!awaits) {
+      if (episode != reclaimed_from_.end()) reclaimed_from_.erase(episode);
+      continue;
+    }
+    if (!may_move || episode != reclaimed_from_.end()) continue;
+    bool importing_from_it = false;
+    for (uint32_t slot = 0; slot < core::kSlotCount && !importing_from_it; ++slot) {
+      importing_from_it = move_[slot] == Move::kImport && move_peer_[slot] == ids[i];
+    }
+    if (importing_from_it) continue;  // a normal handoff from it is under way
+    reclaim_from[i] = true;
+    reclaiming = true;
+    reclaimed_from_.emplace_back(ids[i]);
+  }
+  std::array<uint16_t, core::kSlotCount> owner_without_self;
+  if (reclaiming) {
+    bool others[kMaxMembers];
+    for (size_t i = 0; i < ids.size(); ++i)
+      others[i] = candidates[i] && static_cast<int>(i) != self;
+    ComputeOwners(options_.placement_seed, ids, std::span<const bool>(others, ids.size()),
+                  &owner_without_self);
+  }
+  auto start_import = [&](uint32_t slot, std::string_view peer) {
+    view->phase[slot] = SlotPhase::kImporting;
+    move_[slot] = Move::kImport;
+    move_peer_[slot] = std::string(peer);
+    events->imports.push_back({slot, move_peer_[slot]});
+    ++progress_.in_flight;
+    ++progress_.total;
+  };
   for (uint32_t slot = 0; slot < core::kSlotCount; ++slot) {
     uint16_t now_owner = view->owner[slot];
     int before = -1;  // the previous owner's index in this list, -1 when none or gone
@@ -172,14 +214,14 @@ std::unique_ptr<View> ViewBuilder::Build(const Input& input, MoveEvents* events)
 
     if (mine_now) {
       if (!had_previous || mine_before) {
-        view->phase[slot] = SlotPhase::kOwned;
+        const uint16_t stand_in = reclaiming ? owner_without_self[slot] : kNoOwner;
+        if (stand_in != kNoOwner && reclaim_from[stand_in]) {
+          start_import(slot, ids[stand_in]);
+        } else {
+          view->phase[slot] = SlotPhase::kOwned;
+        }
       } else if (before >= 0 && before != self && may_move && peer_alive(list.members[before].id)) {
-        view->phase[slot] = SlotPhase::kImporting;
-        move_[slot] = Move::kImport;
-        move_peer_[slot] = list.members[before].id;
-        events->imports.push_back({slot, move_peer_[slot]});
-        ++progress_.in_flight;
-        ++progress_.total;
+        start_import(slot, list.members[before].id);
       } else {
         // Gained from a dead member (or with no handoff to carry its locks): serve empty,
         // refuse LOCK until any lock the former owner granted has expired (design §3.5).

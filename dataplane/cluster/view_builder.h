@@ -22,6 +22,8 @@ struct MemberStatus {
   bool alive = false;
   MemberState announced = MemberState::kJoining;  // its state in its last heartbeat
   uint64_t incarnation = 0;
+  // It has been exporting slots to this member for a while (PeerTracker::SettleAwaitingPull).
+  bool awaits_my_pull = false;
 };
 
 // A slot whose handoff starts or stops (for the handoff engine).
@@ -92,6 +94,8 @@ class ViewBuilder {
   std::array<std::string, core::kSlotCount> move_peer_{};
   std::array<int64_t, core::kSlotCount> quarantine_{};
   int64_t boot_quarantine_until_ms_ = 0;
+  // Members whose current "awaiting my pull" episode this member already answered (see Build).
+  std::vector<std::string> reclaimed_from_;
   HandoffProgress progress_;
   std::unique_ptr<View> last_;  // a copy of the last view built, to detect no-op rebuilds
 };

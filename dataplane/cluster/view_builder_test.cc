@@ -108,6 +108,49 @@ TEST_F(ViewBuilderTest, HandoffPhasesUntilFinished) {
   EXPECT_EQ(builder_.progress().in_flight, 0u);
 }
 
+TEST_F(ViewBuilderTest, SlotsAPeerServedWhileItThoughtThisMemberDeadArePulledBackOnce) {
+  peer_state_ = MemberState::kUp;
+  MoveEvents events;
+  auto first = builder_.Build(Input({true, true, true}), &events);
+  // This member saw nothing; b alone thought it dead, served its slots (b is next in line for
+  // some), and now exports them back and waits. A first build asks b for exactly those.
+  auto in = Input({true, true, true}, true);
+  in.status[1].awaits_my_pull = true;
+  MoveEvents reclaim;
+  auto second = builder_.Build(in, &reclaim);
+  ASSERT_NE(second, nullptr);
+  ASSERT_FALSE(reclaim.imports.empty());
+  std::array<uint16_t, core::kSlotCount> without_self;
+  std::vector<std::string_view> ids = {"a", "b", "c"};
+  bool others[] = {false, true, true};
+  ComputeOwners(PlacementSeed("s"), ids, others, &without_self);
+  size_t expected = 0;
+  for (uint32_t slot = 0; slot < core::kSlotCount; ++slot) {
+    if (first->owner[slot] == 0 && without_self[slot] == 1) ++expected;
+  }
+  EXPECT_EQ(reclaim.imports.size(), expected);
+  for (const SlotMove& move : reclaim.imports) {
+    EXPECT_EQ(move.peer, "b");
+    EXPECT_EQ(first->owner[move.slot], 0);
+    EXPECT_EQ(without_self[move.slot], 1);
+    EXPECT_EQ(second->phase[move.slot], SlotPhase::kImporting);
+  }
+  // The pulls complete while b still announces it waits (it has not released yet): the same
+  // episode is not answered twice.
+  for (const SlotMove& move : reclaim.imports) EXPECT_TRUE(builder_.FinishMove(move.slot));
+  MoveEvents again;
+  auto third = builder_.Build(in, &again);
+  EXPECT_TRUE(again.imports.empty());
+  ASSERT_NE(third, nullptr);
+  EXPECT_EQ(Count(*third, SlotPhase::kImporting), 0);
+  // A later episode is.
+  MoveEvents over;
+  builder_.Build(Input({true, true, true}, true), &over);
+  MoveEvents next;
+  builder_.Build(in, &next);
+  EXPECT_EQ(next.imports.size(), expected);
+}
+
 TEST_F(ViewBuilderTest, LeavingHandsEverythingOver) {
   MoveEvents events;
   builder_.Build(Input({true, true, true}), &events);
