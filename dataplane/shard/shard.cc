@@ -151,8 +151,10 @@ Shard::Shard(ShardGroup* group, ShardOptions options)
       random_state_(0x9e3779b97f4a7c15ull * (options_.index + 1) ^ core::MonotonicNanos()) {
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  // Edge-triggered: every write is an event of its own, so the counter never needs reading back
+  // (a read per wake-up was a syscall per cross-shard round trip at pipeline 1).
   epoll_event event{};
-  event.events = EPOLLIN;
+  event.events = EPOLLIN | EPOLLET;
   event.data.u64 = kWakeTag;
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &event);
   for (size_t i = 0; i < options_.listen_fds.size(); ++i) {
@@ -262,12 +264,7 @@ void Shard::Turn(int timeout_ms) {
 
   for (int i = 0; i < ready; ++i) {
     uint64_t tag = events[i].data.u64;
-    if (tag == kWakeTag) {
-      uint64_t value;
-      ssize_t ignored = read(wake_fd_, &value, sizeof(value));
-      (void)ignored;
-      continue;
-    }
+    if (tag == kWakeTag) continue;
     if (tag >= kListenTagBase && tag < kListenTagBase + options_.listen_fds.size()) {
       Accept(options_.listen_fds[tag - kListenTagBase]);
       continue;
