@@ -62,6 +62,8 @@ constexpr size_t kBatchRequests = 256;
 constexpr size_t kBatchBytes = 64 * 1024;
 // Pooled envelopes keep buffers up to this capacity.
 constexpr size_t kKeepEnvelopeCapacity = 128 * 1024;
+// ... and this much once a tick passed without forwarding.
+constexpr size_t kIdleEnvelopeCapacity = 64;
 
 // What a batch carries before each forwarded request's argument lengths and bytes.
 struct ForwardHeader {
@@ -1115,6 +1117,12 @@ void Shard::Close(Connection* conn, const char* reason) {
 
 void Shard::Timers() {
   PublishMetrics();
+  // A tick without forwarding: the pooled envelopes give their batch buffers back, as an idle
+  // connection's buffers shrink, so memory returns to its level before a burst of traffic.
+  if (stats_.cross_shard_requests == forwards_at_last_tick_) {
+    for (Envelope* envelope : envelope_pool_) ShrinkBuffers(envelope, kIdleEnvelopeCapacity);
+  }
+  forwards_at_last_tick_ = stats_.cross_shard_requests;
   if (store_.KeysWithExpiry() > 0) store_.ExpireSome(kExpireBudgetPerTick);
   // An idle shard still compacts (a busy one does it every turn).
   store_.DefragSome(kDefragBudgetPerTick);
@@ -1217,9 +1225,20 @@ void Shard::Recycle(Envelope* envelope) {
   envelope->replies.clear();
   envelope->reply_ends.clear();
   envelope->result.Reset();
+  ShrinkBuffers(envelope, kKeepEnvelopeCapacity);
+  envelope_pool_.push_back(envelope);
+}
+
+void Shard::ShrinkBuffers(Envelope* envelope, size_t keep_capacity) {
   for (std::string* buffer :
        {&envelope->requests, &envelope->replies, &envelope->arg_bytes, &envelope->result.resp}) {
-    if (buffer->capacity() > kKeepEnvelopeCapacity) std::string().swap(*buffer);
+    if (buffer->capacity() > keep_capacity) std::string().swap(*buffer);
+  }
+  if (envelope->waiting.capacity() * sizeof(Forwarded) > keep_capacity) {
+    std::vector<Forwarded>().swap(envelope->waiting);
+  }
+  if (envelope->reply_ends.capacity() * sizeof(uint32_t) > keep_capacity) {
+    std::vector<uint32_t>().swap(envelope->reply_ends);
   }
   // The pool's batch buffers count against the memory cap as connections' buffers do.
   const size_t bytes = envelope->requests.capacity() + envelope->replies.capacity() +
@@ -1230,7 +1249,6 @@ void Shard::Recycle(Envelope* envelope) {
     envelope->accounted_bytes = bytes;
     store_.SetExternalBytes(connection_bytes_ + envelope_bytes_);
   }
-  envelope_pool_.push_back(envelope);
 }
 
 PendingReply* Shard::NewSlot() {

@@ -198,6 +198,8 @@ class Shard final : public commands::ShardServices {
 
   Envelope* NewEnvelope();
   void Recycle(Envelope* envelope);
+  // Frees the envelope's buffers above `keep_capacity` and accounts what it keeps.
+  void ShrinkBuffers(Envelope* envelope, size_t keep_capacity);
   PendingReply* NewSlot();
   void Recycle(PendingReply* slot);
   // The binary protocol (binary_session.cc).
@@ -282,8 +284,9 @@ class Shard final : public commands::ShardServices {
   commands::ShardStats stats_;
   size_t connection_bytes_ = 0;  // input and output buffers of this shard's connections
   size_t envelope_bytes_ = 0;    // batch buffers of the envelopes this shard sends
-  bool evicting_ = false;        // over the memory cap and eviction is making progress
-  bool expiring_ = false;        // the last sweep found many expired keys
+  uint64_t forwards_at_last_tick_ = 0;
+  bool evicting_ = false;  // over the memory cap and eviction is making progress
+  bool expiring_ = false;  // the last sweep found many expired keys
 
   struct NameHash {
     using is_transparent = void;
