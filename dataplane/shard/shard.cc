@@ -62,7 +62,8 @@ constexpr size_t kBatchRequests = 256;
 constexpr size_t kBatchBytes = 64 * 1024;
 // Pooled envelopes keep buffers up to this capacity.
 constexpr size_t kKeepEnvelopeCapacity = 128 * 1024;
-// ... and this much once a tick passed without forwarding.
+// ... and, at each tick, no more than twice what the tick's largest batch needed (at least this):
+// a burst's buffers go back once it is over, even while light traffic still crosses shards.
 constexpr size_t kIdleEnvelopeCapacity = 64;
 
 // What a batch carries before each forwarded request's argument lengths and bytes.
@@ -1117,12 +1118,11 @@ void Shard::Close(Connection* conn, const char* reason) {
 
 void Shard::Timers() {
   PublishMetrics();
-  // A tick without forwarding: the pooled envelopes give their batch buffers back, as an idle
-  // connection's buffers shrink, so memory returns to its level before a burst of traffic.
-  if (stats_.cross_shard_requests == forwards_at_last_tick_) {
-    for (Envelope* envelope : envelope_pool_) ShrinkBuffers(envelope, kIdleEnvelopeCapacity);
-  }
-  forwards_at_last_tick_ = stats_.cross_shard_requests;
+  // The pooled envelopes give back buffers larger than this tick's traffic needed, as an idle
+  // connection's buffers shrink, so memory returns to its level before a burst.
+  const size_t keep = std::max(kIdleEnvelopeCapacity, 2 * batch_bytes_this_tick_);
+  for (Envelope* envelope : envelope_pool_) ShrinkBuffers(envelope, keep);
+  batch_bytes_this_tick_ = 0;
   if (store_.KeysWithExpiry() > 0) store_.ExpireSome(kExpireBudgetPerTick);
   // An idle shard still compacts (a busy one does it every turn).
   store_.DefragSome(kDefragBudgetPerTick);
@@ -1218,6 +1218,10 @@ Envelope* Shard::NewEnvelope() {
 }
 
 void Shard::Recycle(Envelope* envelope) {
+  batch_bytes_this_tick_ =
+      std::max({batch_bytes_this_tick_, envelope->requests.size(), envelope->replies.size(),
+                envelope->waiting.size() * sizeof(Forwarded),
+                envelope->reply_ends.size() * sizeof(uint32_t)});
   envelope->is_reply = false;
   envelope->gather = nullptr;
   envelope->requests.clear();

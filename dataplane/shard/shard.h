@@ -282,11 +282,11 @@ class Shard final : public commands::ShardServices {
   uint64_t random_state_;
 
   commands::ShardStats stats_;
-  size_t connection_bytes_ = 0;  // input and output buffers of this shard's connections
-  size_t envelope_bytes_ = 0;    // batch buffers of the envelopes this shard sends
-  uint64_t forwards_at_last_tick_ = 0;
-  bool evicting_ = false;  // over the memory cap and eviction is making progress
-  bool expiring_ = false;  // the last sweep found many expired keys
+  size_t connection_bytes_ = 0;       // input and output buffers of this shard's connections
+  size_t envelope_bytes_ = 0;         // batch buffers of the envelopes this shard sends
+  size_t batch_bytes_this_tick_ = 0;  // the largest buffer a batch needed since the last tick
+  bool evicting_ = false;             // over the memory cap and eviction is making progress
+  bool expiring_ = false;             // the last sweep found many expired keys
 
   struct NameHash {
     using is_transparent = void;
