@@ -85,6 +85,25 @@ def test_rss_stays_near_the_cap_under_4x_writes(server_factory):
     assert sum(v == value for v in recent) >= 95
 
 
+@pytest.mark.timeout(60)
+def test_an_idle_connection_gives_back_the_buffers_a_burst_grew(server_factory):
+    # As Redis resizes an idle client's query buffer: after a big pipeline, a connection quiet
+    # for two seconds holds no more than an empty one, and still works.
+    server = server_factory("keep-idle-buffers")
+    probe = make_client(server)
+    probe.ping()
+    baseline = probe.info("memory")["used_memory"]
+    loader = make_client(server)
+    fill(loader, "burst:", 100_000, b"v" * 200, batch=10_000)
+    loader.flushall()
+    assert probe.info("memory")["used_memory"] > baseline + 64 * 1024
+    deadline = time.monotonic() + 10
+    while probe.info("memory")["used_memory"] > baseline + 4096:
+        assert time.monotonic() < deadline, (baseline, probe.info("memory")["used_memory"])
+        time.sleep(0.1)
+    assert loader.set("after", "idle") and loader.get("after") == b"idle"
+
+
 @pytest.mark.timeout(180)
 def test_defragmentation_keeps_rss_near_the_cap_when_record_sizes_drift(server_factory):
     # Keys gain a digit at d:1000000, after the cap filled up, so later records land in the next

@@ -38,6 +38,9 @@ constexpr size_t kMaxPendingReplies = 1024;
 constexpr size_t kOutputPauseBytes = 4 * 1024 * 1024;
 constexpr size_t kKeepInputCapacity = 256 * 1024;
 constexpr size_t kKeepOutputCapacity = 1024 * 1024;
+// ... until the connection has been quiet this long; then only what an empty string holds.
+constexpr int64_t kIdleBuffersMs = 2000;
+constexpr size_t kIdleBuffersKept = 64;
 // Replies that follow one still being computed on another shard share a slot up to this size.
 constexpr size_t kSlotShareBytes = 16 * 1024;
 // Replies held back while a connection waits for a reply from another shard (see WriteAll).
@@ -1126,6 +1129,20 @@ void Shard::Timers() {
   if (store_.KeysWithExpiry() > 0) store_.ExpireSome(kExpireBudgetPerTick);
   // An idle shard still compacts (a busy one does it every turn).
   store_.DefragSome(kDefragBudgetPerTick);
+  // As Redis resizes an idle client's query buffer: a connection quiet for kIdleBuffersMs gives
+  // back what a burst grew its buffers to (up to 256 KiB in, 1 MiB out each otherwise).
+  for (auto& [id, conn] : connections_) {
+    if (conn->closed || now_ms_ - conn->client.last_interaction_ms < kIdleBuffersMs ||
+        conn->accounted_bytes <= kIdleBuffersKept) {
+      continue;
+    }
+    conn->in.ShrinkIfEmpty(0);
+    if (conn->unsent() == 0 && conn->pending.empty()) {
+      std::string().swap(conn->out);
+      conn->out_sent = 0;
+    }
+    AccountBuffers(conn.get());
+  }
   int64_t timeout = group_->timeout_seconds();
   if (timeout > 0) {
     std::vector<Connection*> idle;
