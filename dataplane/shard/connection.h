@@ -1,6 +1,6 @@
 // One client connection, owned by the shard that accepted it. Replies leave in request order:
-// while any earlier reply is still being computed on another shard, later replies wait in
-// PendingReply slots (design §2.4).
+// while an earlier reply is still being computed on another shard (a PendingReply slot), the
+// replies produced behind it wait in `held`, and the slot marks its place there (design §2.4).
 #pragma once
 
 #include <cstdint>
@@ -18,8 +18,9 @@
 namespace keep::shard {
 
 struct PendingReply {
-  std::string bytes;
+  std::string bytes;  // the reply, when it arrived before one owed ahead of it
   bool ready = false;
+  size_t held_offset = 0;  // RESP: where in Connection::held this reply goes
   // Binary connections: the request this reply answers (replies leave as they complete).
   uint32_t binary_id = 0;
   uint8_t binary_op = 0;
@@ -33,7 +34,11 @@ struct Connection {
   size_t parse_needed = 0;  // skip parsing until `in` holds this many bytes
   std::string out;          // replies ready to send
   size_t out_sent = 0;      // bytes of `out` already sent
-  std::deque<PendingReply*> pending;  // replies in request order, front first
+  // RESP replies produced while an earlier one is still owed, in request order, and how much of
+  // them has moved on to `out`.
+  std::string held;
+  size_t held_moved = 0;
+  std::deque<PendingReply*> pending;  // replies owed by other shards, in request order
   uint32_t inflight = 0;              // envelopes and joins that still point at this connection
   uint32_t epoll_events = 0;          // the interest set registered now
   size_t accounted_bytes = 0;         // buffer capacity counted in the shard's memory use
@@ -48,6 +53,7 @@ struct Connection {
   explicit Connection(const proto::RespLimits& limits) : parser(limits) {}
 
   size_t unsent() const { return out.size() - out_sent; }
+  size_t held_bytes() const { return held.size() - held_moved; }
 };
 
 }  // namespace keep::shard

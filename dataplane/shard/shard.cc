@@ -42,7 +42,6 @@ constexpr size_t kKeepOutputCapacity = 1024 * 1024;
 constexpr int64_t kIdleBuffersMs = 2000;
 constexpr size_t kIdleBuffersKept = 64;
 // Replies that follow one still being computed on another shard share a slot up to this size.
-constexpr size_t kSlotShareBytes = 16 * 1024;
 // Replies held back while a connection waits for a reply from another shard (see WriteAll).
 constexpr size_t kDeferredOutputBytes = 64 * 1024;
 constexpr int64_t kStopFlushMs = 2000;
@@ -517,17 +516,24 @@ void Shard::ProcessInput(Connection* conn, std::string_view data, bool from_scra
 std::string* Shard::ReplyTarget(Connection* conn) {
   MarkWrite(conn);
   if (conn->binary != nullptr) return &conn->binary->resp;
-  if (conn->pending.empty()) return &conn->out;
-  // Behind a reply still owed by another shard: consecutive replies share a slot, up to a size
-  // that keeps what one slot holds back bounded.
-  if (PendingReply* last = conn->pending.back();
-      last->ready && last->bytes.size() < kSlotShareBytes) {
-    return &last->bytes;
-  }
+  return conn->pending.empty() ? &conn->out : &conn->held;
+}
+
+PendingReply* Shard::Owe(Connection* conn) {
   PendingReply* slot = NewSlot();
-  slot->ready = true;
-  conn->pending.push_back(slot);
-  return &slot->bytes;
+  if (conn->binary != nullptr) {
+    BinaryDefer(conn, slot);
+  } else {
+    slot->held_offset = conn->held.size();
+    conn->pending.push_back(slot);
+  }
+  ++conn->inflight;
+  return slot;
+}
+
+void Shard::MoveHeld(Connection* conn, size_t up_to) {
+  conn->out.append(conn->held, conn->held_moved, up_to - conn->held_moved);
+  conn->held_moved = up_to;
 }
 
 void Shard::Dispatch(Connection* conn, std::span<const std::string_view> args, uint32_t arg1_slot) {
@@ -632,15 +638,7 @@ void Shard::Forward(Connection* conn, int target, std::span<const std::string_vi
     std::memcpy(cursor, arg.data(), arg.size());
     cursor += arg.size();
   }
-  // The reply's place in the connection's order.
-  PendingReply* slot = NewSlot();
-  batch->waiting.push_back({conn, slot});
-  if (conn->binary != nullptr) {
-    BinaryDefer(conn, slot);
-  } else {
-    conn->pending.push_back(slot);
-  }
-  ++conn->inflight;
+  batch->waiting.push_back({conn, Owe(conn)});
   ++stats_.cross_shard_requests;
   ++unsent_forwards_[target];
   if (batch->waiting.size() >= kBatchRequests || out.size() >= kBatchBytes) SealBatch(target);
@@ -699,13 +697,7 @@ void Shard::StartGather(Connection* conn, std::span<const std::string_view> args
   gather->routing = plan_.routing;
   gather->cursor_shard = plan_.shard;
   gather->resp_version = conn->client.resp_version;
-  gather->slot = NewSlot();
-  if (conn->binary != nullptr) {
-    BinaryDefer(conn, gather->slot);
-  } else {
-    conn->pending.push_back(gather->slot);
-  }
-  ++conn->inflight;
+  gather->slot = Owe(conn);
   PackArgs(args, &gather->arg_bytes, &gather->arg_ends);
   UnpackArgs(gather->arg_bytes, gather->arg_ends, &gather->args);
   gather->parts.assign(options_.count, nullptr);
@@ -925,6 +917,7 @@ void Shard::DeliverBatch(Envelope* batch) {
     } else {
       const bool was_paused = InputPaused(conn);
       conn->pending.pop_front();
+      MoveHeld(conn, slot->held_offset);
       Recycle(slot);
       conn->out.append(reply);
       FlushReadySlots(conn, was_paused);
@@ -986,8 +979,15 @@ void Shard::FlushReadySlots(Connection* conn, bool was_paused) {
   while (!conn->pending.empty() && conn->pending.front()->ready) {
     PendingReply* slot = conn->pending.front();
     conn->pending.pop_front();
+    MoveHeld(conn, slot->held_offset);
     conn->out.append(slot->bytes);
     Recycle(slot);
+  }
+  if (conn->pending.empty() && !conn->held.empty()) {
+    MoveHeld(conn, conn->held.size());
+    conn->held.clear();
+    conn->held_moved = 0;
+    if (conn->held.capacity() > kKeepOutputCapacity) std::string().swap(conn->held);
   }
   MarkWrite(conn);
   if (was_paused && !InputPaused(conn) && !conn->in_resume_list) {
@@ -1046,7 +1046,7 @@ void Shard::Write(Connection* conn) {
     }
   }
   AccountBuffers(conn);
-  size_t pending_bytes = conn->unsent();
+  size_t pending_bytes = conn->unsent() + conn->held_bytes();
   if (pending_bytes > static_cast<size_t>(options_.client_output_buffer_limit)) {
     Close(conn, "output buffer limit reached");
     return;
@@ -1063,8 +1063,8 @@ void Shard::Write(Connection* conn) {
 }
 
 bool Shard::InputPaused(const Connection* conn) const {
-  return conn->pending.size() >= kMaxPendingReplies || conn->unsent() >= kOutputPauseBytes ||
-         stopping_;
+  return conn->pending.size() >= kMaxPendingReplies ||
+         conn->unsent() + conn->held_bytes() >= kOutputPauseBytes || stopping_;
 }
 
 void Shard::UpdateInterest(Connection* conn) {
@@ -1102,6 +1102,8 @@ void Shard::Close(Connection* conn, const char* reason) {
     if (slot->ready) Recycle(slot);
   }
   conn->pending.clear();
+  std::string().swap(conn->held);
+  conn->held_moved = 0;
   for (int kind = 0; kind < 3; ++kind) {
     for (const std::string& name : conn->client.subscriptions[kind]) {
       Unsubscribe(conn->client, static_cast<commands::PubSubKind>(kind), name);
@@ -1140,6 +1142,7 @@ void Shard::Timers() {
     if (conn->unsent() == 0 && conn->pending.empty()) {
       std::string().swap(conn->out);
       conn->out_sent = 0;
+      std::string().swap(conn->held);
     }
     AccountBuffers(conn.get());
   }
@@ -1195,7 +1198,7 @@ void Shard::PublishMetrics() {
 }
 
 void Shard::AccountBuffers(Connection* conn) {
-  const size_t bytes = conn->in.capacity() + conn->out.capacity();
+  const size_t bytes = conn->in.capacity() + conn->out.capacity() + conn->held.capacity();
   if (bytes == conn->accounted_bytes) return;
   connection_bytes_ += bytes - conn->accounted_bytes;
   conn->accounted_bytes = bytes;
@@ -1331,7 +1334,7 @@ void Shard::CollectStats(commands::ShardStats* stats) {
   uint64_t output = 0;
   uint64_t input = 0;
   for (const auto& [id, conn] : connections_) {
-    output += conn->out.capacity();
+    output += conn->out.capacity() + conn->held.capacity();
     input += conn->in.capacity();
   }
   stats->client_output_buffer_bytes = output;
@@ -1345,18 +1348,19 @@ void Shard::AppendClientList(std::string* out, const std::vector<uint64_t>& ids)
     const commands::ClientState& c = conn->client;
     const std::string_view command = c.last_command.empty() ? "NULL" : c.last_command;
     char line[512];
-    snprintf(line, sizeof(line),
-             "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=N db=%d sub=0 "
-             "psub=0 ssub=0 multi=-1 qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=0 rbs=%zu "
-             "rbp=0 obl=0 oll=%zu omem=%zu tot-mem=%zu events=r cmd=%.*s user=default redir=-1 "
-             "resp=%d shard=%d\n",
-             static_cast<unsigned long long>(c.id), c.addr.c_str(), c.laddr.c_str(), c.fd,
-             c.name.c_str(), static_cast<long long>((now_ms_ - c.created_ms) / 1000),
-             static_cast<long long>((now_ms_ - c.last_interaction_ms) / 1000), c.db,
-             conn->in.size(), conn->in.capacity() - conn->in.size(), conn->in.capacity(),
-             conn->pending.size(), conn->out.capacity(),
-             conn->in.capacity() + conn->out.capacity() + sizeof(Connection),
-             static_cast<int>(command.size()), command.data(), c.resp_version, c.shard);
+    snprintf(
+        line, sizeof(line),
+        "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=N db=%d sub=0 "
+        "psub=0 ssub=0 multi=-1 qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=0 rbs=%zu "
+        "rbp=0 obl=0 oll=%zu omem=%zu tot-mem=%zu events=r cmd=%.*s user=default redir=-1 "
+        "resp=%d shard=%d\n",
+        static_cast<unsigned long long>(c.id), c.addr.c_str(), c.laddr.c_str(), c.fd,
+        c.name.c_str(), static_cast<long long>((now_ms_ - c.created_ms) / 1000),
+        static_cast<long long>((now_ms_ - c.last_interaction_ms) / 1000), c.db, conn->in.size(),
+        conn->in.capacity() - conn->in.size(), conn->in.capacity(), conn->pending.size(),
+        conn->out.capacity() + conn->held.capacity(),
+        conn->in.capacity() + conn->out.capacity() + conn->held.capacity() + sizeof(Connection),
+        static_cast<int>(command.size()), command.data(), c.resp_version, c.shard);
     out->append(line);
   }
 }

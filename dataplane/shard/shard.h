@@ -202,6 +202,10 @@ class Shard final : public commands::ShardServices {
   void ShrinkBuffers(Envelope* envelope, size_t keep_capacity);
   PendingReply* NewSlot();
   void Recycle(PendingReply* slot);
+  // A reply another shard will produce: its place in the connection's order.
+  PendingReply* Owe(Connection* conn);
+  // Moves the connection's held replies up to `up_to` (an offset into `held`) on to `out`.
+  void MoveHeld(Connection* conn, size_t up_to);
   // The binary protocol (binary_session.cc).
   void BinaryInput(Connection* conn, std::string_view data, bool from_scratch);
   bool BinaryPreface(Connection* conn, std::string_view data, size_t* offset);
@@ -233,9 +237,11 @@ class Shard final : public commands::ShardServices {
   core::Clock clock_;
   int64_t now_ms_ = 0;
   int epoll_fd_ = -1;
-  int wake_fd_ = -1;
+  // Other shards read wake_fd_ and clear parked_ (Wake): a cache line of their own, so a wake
+  // does not take away the line of fields this shard writes for every request.
+  alignas(kCacheLine) int wake_fd_ = -1;
   std::atomic<bool> parked_{false};
-  std::thread thread_;
+  alignas(kCacheLine) std::thread thread_;
   bool stopping_ = false;
   int64_t stop_deadline_ms_ = 0;
   bool reported_drained_ = false;
