@@ -310,6 +310,40 @@ def test_pipeline_mixes_forwarded_writes_and_split_reads_in_order(raw, keep_serv
     assert not bad, f"{len(bad)} replies wrong or out of order; first: {bad[:5]}"
 
 
+def test_replies_from_four_shards_leave_in_request_order(raw, server_factory):
+    # With more than one other shard, a later request's reply can come back before an earlier
+    # one's: it waits for its turn, and the local replies produced between them wait too.
+    s = server_factory("keep-4shards", shards=4)
+    cmds, want = [], []
+    for i in range(4000):
+        cmds.append(("SET", f"ord:{i}", "x" * (i % 300)))
+        want.append(Reply("simple", b"OK"))
+        cmds.append(("GET", f"ord:{i // 2}"))
+        want.append(Reply("bulk", b"x" * ((i // 2) % 300)))
+        if i % 7 == 0:
+            cmds.append(("MGET", f"ord:{i}", f"ord:{i // 3}", "ord:never"))
+            want.append(Reply("array", [Reply("bulk", b"x" * (i % 300)),
+                                        Reply("bulk", b"x" * ((i // 3) % 300)),
+                                        Reply("bulk", None)]))
+        if i % 5 == 0:
+            cmds.append(("PING",))
+            want.append(Reply("simple", b"PONG"))
+    c = raw(s)
+    assert c.send_draining(encode_commands(cmds), timeout=30)
+    got = c.read_replies(len(cmds), timeout=30)
+    bad = [(i, cmds[i], g, w) for i, (g, w) in enumerate(zip(got, want)) if g != w]
+    assert not bad, f"{len(bad)} replies wrong or out of order; first: {bad[:3]}"
+    # The same connection goes on working, and a connection closed with replies still owed by
+    # other shards leaves the server intact.
+    c.send(encode_commands([("GET", "ord:1")]))
+    assert c.read_replies(1, timeout=5) == [Reply("bulk", b"x")]
+    gone = raw(s)
+    gone.send(encode_commands([("GET", f"ord:{i}") for i in range(2000)]))
+    gone.close(reset=True)
+    c.send(encode_commands([("DBSIZE",)]))
+    assert c.read_replies(1, timeout=5) == [Reply("int", 4000)]
+
+
 def test_inline_commands(raw, keep_server):
     c = raw(keep_server)
 
