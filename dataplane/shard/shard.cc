@@ -1094,7 +1094,7 @@ void Shard::Close(Connection* conn, const char* reason) {
   conn->closed = true;
   connection_bytes_ -= conn->accounted_bytes;
   conn->accounted_bytes = 0;
-  store_.SetExternalBytes(connection_bytes_ + envelope_bytes_);
+  store_.SetExternalBytes(BufferBytes());
   group_->ReleaseClient();
   --stats_.connected_clients;
   // Slots still referenced by in-flight requests are recycled when their replies arrive.
@@ -1202,7 +1202,7 @@ void Shard::AccountBuffers(Connection* conn) {
   if (bytes == conn->accounted_bytes) return;
   connection_bytes_ += bytes - conn->accounted_bytes;
   conn->accounted_bytes = bytes;
-  store_.SetExternalBytes(connection_bytes_ + envelope_bytes_);
+  store_.SetExternalBytes(BufferBytes());
 }
 
 // The memory cap (design §2.5): what writes left over the cap is evicted a bounded step per turn.
@@ -1271,7 +1271,7 @@ void Shard::ShrinkBuffers(Envelope* envelope, size_t keep_capacity) {
   if (bytes != envelope->accounted_bytes) {
     envelope_bytes_ += bytes - envelope->accounted_bytes;
     envelope->accounted_bytes = bytes;
-    store_.SetExternalBytes(connection_bytes_ + envelope_bytes_);
+    store_.SetExternalBytes(BufferBytes());
   }
 }
 
@@ -1313,7 +1313,7 @@ void Shard::CollectStats(commands::ShardStats* stats) {
   stats->keys = store_.Size();
   stats->keys_with_expiry = store_.KeysWithExpiry();
   stats->expired_keys = store_.expired_keys();
-  stats->used_bytes = store_.AllocatedBytes() + connection_bytes_ + envelope_bytes_;
+  stats->used_bytes = store_.AllocatedBytes() + BufferBytes();
   stats->reserved_bytes = store_.UsedBytes();
   stats->maxmemory = static_cast<uint64_t>(group_->maxmemory());
   stats->evicted_keys = store_.evicted_keys();

@@ -188,6 +188,8 @@ class Shard final : public commands::ShardServices {
   void PublishMetrics();
   void EnforceMemoryCap();
   void AccountBuffers(Connection* conn);
+  // What this shard holds besides its store: connections' and batches' buffers.
+  size_t BufferBytes() const { return connection_bytes_ + envelope_bytes_; }
   void BeginStop();
   bool Drained() const;
   // Cluster mode (shard_cluster.cc): whether this member serves the planned request's slot(s);
