@@ -268,6 +268,11 @@ runs_on() {
 }
 
 started_at=$(date +%s)
+# What one cache line costs to cross between the two CPUs: a shard hop moves a few such lines
+# (a forwarded batch, its replies, ring indices), so this is the machine's share of keep2's cost.
+if [[ -x $BIN/keep-core-pingpong ]] && pingpong=$("$BIN/keep-core-pingpong" 2>/dev/null); then
+  echo "compare.sh: one cache line's round trip between two CPUs: $pingpong ns (median of 5)"
+fi
 echo "compare.sh: servers: $(for s in "${STARTED[@]}"; do printf '%s on %s, ' "${LABEL[$s]}" "${PORT[$s]}"; done)"
 echo "compare.sh: $ROUNDS rounds of ${DURATION}s (+${WARMUP}s warm-up) per run, $CONNECTIONS connections, $KEYS keys, ${VALUE_SIZE}-byte values, open loop at $RATE req/s"
 
