@@ -27,6 +27,12 @@ enum class ParseStatus {
   kError,       // protocol error; error() holds Redis's text; the connection must be closed
 };
 
+// A hint for prefetching, not a parse: the view of argument `index` of the multibulk request at
+// the front of `data` when every header line up to it is canonical (`*N`/`$L`, digits only) and
+// its bytes have arrived; false otherwise. Nothing after that argument is looked at, so a request
+// this accepts may still turn out malformed when RespParser reads it.
+bool PeekMultibulkArgument(std::string_view data, size_t index, std::string_view* argument);
+
 class RespParser {
  public:
   explicit RespParser(RespLimits limits = {}) : limits_(limits) {}

@@ -46,8 +46,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   size_t offset = 0;
   while (true) {
     std::string_view rest = input.substr(offset);
+    // The prefetch hint reads only bytes of `rest`, and where the parse completes it names the
+    // very bytes the parse hands out.
+    std::string_view peeked[2];
+    bool peek_ok[2];
+    for (size_t index = 0; index < 2; ++index) {
+      peek_ok[index] = keep::proto::PeekMultibulkArgument(rest, index, &peeked[index]);
+      if (peek_ok[index]) Check(Inside(peeked[index], rest.data(), rest.size()));
+    }
     size_t consumed = 12345;
     ParseStatus status = parser.Parse(rest, &args, &consumed);
+    if (status == ParseStatus::kComplete) {
+      for (size_t index = 0; index < 2; ++index) {
+        if (!peek_ok[index]) continue;
+        Check(index < args.size());
+        Check(peeked[index].data() == args[index].data() &&
+              peeked[index].size() == args[index].size());
+      }
+    }
     if (status == ParseStatus::kIncomplete) {
       Check(consumed == 0);
       Check(parser.needed() == 0 || parser.needed() > rest.size());

@@ -549,5 +549,43 @@ TEST(RespParserMixed, EmptyInputIsIncomplete) {
   EXPECT_EQ(out.consumed, 0u);
 }
 
+TEST(PeekMultibulkArgument, NamesTheArgumentsOfAWholeRequest) {
+  const std::string_view request = "*3\r\n$3\r\nSET\r\n$5\r\nkey:1\r\n$2\r\nab\r\n";
+  std::string_view arg;
+  ASSERT_TRUE(PeekMultibulkArgument(request, 0, &arg));
+  EXPECT_EQ(arg, "SET");
+  ASSERT_TRUE(PeekMultibulkArgument(request, 1, &arg));
+  EXPECT_EQ(arg, "key:1");
+  EXPECT_EQ(arg.data(), request.data() + 17);
+  ASSERT_TRUE(PeekMultibulkArgument(request, 2, &arg));
+  EXPECT_EQ(arg, "ab");
+  EXPECT_FALSE(PeekMultibulkArgument(request, 3, &arg));
+}
+
+TEST(PeekMultibulkArgument, EveryPrefixIsRefusedOrRight) {
+  const std::string request = "*2\r\n$3\r\nGET\r\n$10\r\nkey:000042\r\n";
+  const size_t key_end = request.find("key:000042") + 10;
+  for (size_t length = 0; length <= request.size(); ++length) {
+    std::string prefix = request.substr(0, length);
+    std::string_view arg;
+    const bool found = PeekMultibulkArgument(prefix, 1, &arg);
+    EXPECT_EQ(found, length >= key_end) << length;
+    if (found) {
+      EXPECT_EQ(arg, "key:000042");
+    }
+  }
+}
+
+TEST(PeekMultibulkArgument, RefusesWhatIsNotACanonicalMultibulk) {
+  std::string_view arg;
+  for (std::string_view input : std::initializer_list<std::string_view>{
+           "", "GET key\r\n", "*x\r\n$3\r\nGET\r\n$1\r\na\r\n", "*2\n$3\r\nGET\r\n$1\r\na\r\n",
+           "*2\r\n$-1\r\n$1\r\na\r\n", "*2\r\n:3\r\nGET\r\n$1\r\na\r\n",
+           "*2\r\n$3\r\nGET\r\n$9999999999\r\na\r\n", "*1\r\n$4\r\nPING\r\n",
+           "*2\r\n$\r\nGET\r\n$1\r\na\r\n", std::string_view("*2\r\n$3\r\nG\0T\r\n$1\r", 16)}) {
+    EXPECT_FALSE(PeekMultibulkArgument(input, 1, &arg)) << input;
+  }
+}
+
 }  // namespace
 }  // namespace keep::proto

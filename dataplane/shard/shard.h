@@ -143,7 +143,9 @@ class Shard final : public commands::ShardServices {
   void Run();
   void Turn(int timeout_ms);
   void Accept(int listen_fd);
+  // Reads what a ready connection sent; RunReadInput then executes what the turn's reads brought.
   void OnReadable(Connection* conn);
+  void RunReadInput();
   void ProcessInput(Connection* conn, std::string_view data, bool from_scratch);
   // `arg1_slot`: the slot of args[1] if already computed (see commands::PlanRequest).
   void Dispatch(Connection* conn, std::span<const std::string_view> args,
@@ -257,6 +259,14 @@ class Shard final : public commands::ShardServices {
   std::vector<Envelope*> open_batches_;           // per target shard: this turn's batch, or null
   std::vector<size_t> unsent_forwards_;           // per target shard: requests not yet in its ring
   std::unique_ptr<char[]> scratch_;               // one read buffer for every connection
+  size_t scratch_used_ = 0;                       // by this turn's reads not yet executed
+  // This turn's reads, in scratch_ or (for connections holding earlier input) in their own buffer.
+  struct ReadInput {
+    Connection* conn;
+    std::string_view data;
+    bool from_scratch;
+  };
+  std::vector<ReadInput> read_input_;
 
   const cluster::View* view_ = nullptr;  // this turn's view (cluster mode)
   uint64_t applied_epoch_ = 0;
