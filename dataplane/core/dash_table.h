@@ -369,8 +369,21 @@ size_t DashTable::Sweep(size_t budget, F&& f, bool* wrapped) {
       uint8_t* group = GroupAt(seg, sweep_group_);
       --budget;
       Slot* slots = SlotsOf(group);
+      const uint32_t full = MatchFull(group);
+      // Each visit reads its record (the deadline): start every record of the group loading, and
+      // the next group, before looking at any, so the misses overlap instead of queueing.
+      if (sweep_group_ + 1 < groups) {
+        const uint8_t* next = GroupAt(seg, sweep_group_ + 1);
+        Prefetch(next);
+        Prefetch(next + 64);
+        Prefetch(next + 128);
+      }
+      for (uint32_t m = full; m != 0; m &= m - 1) {
+        const Slot slot = slots[std::countr_zero(m)];
+        if ((slot & kExpiryBit) != 0) Prefetch(Pointer(slot));
+      }
       // A group is always finished, so the budget can be overshot by at most one group.
-      for (uint32_t m = MatchFull(group); m != 0; m &= m - 1) {
+      for (uint32_t m = full; m != 0; m &= m - 1) {
         int i = std::countr_zero(m);
         if ((slots[i] & kExpiryBit) == 0) continue;
         if (budget > 0) --budget;

@@ -56,6 +56,14 @@ constexpr size_t kExpireBudgetPerTick = 4096;
 // Less per turn lets keys whose size drifts under eviction outgrow the cap by more than 10%.
 constexpr size_t kDefragBudgetPerTurn = 256;
 constexpr size_t kDefragBudgetPerTick = 256;
+// Background work in a turn (the expiry sweep, defragmentation) runs in slices and stops after
+// the slice that passes this much time, so a request that arrives meanwhile waits at most about
+// this long behind it. A full budget of either took milliseconds here: each expired key examined
+// or record moved is a few cache misses, and defragmentation after mass expiry moved 2048 records
+// a turn, holding turns for up to 4 ms while clients waited.
+constexpr double kBackgroundWorkUs = 200;
+constexpr size_t kExpireSlice = 512;
+constexpr size_t kDefragSlice = 16;  // up to 8x that many moves (Store::DefragSome)
 // Keys evicted per turn while the shard is over its memory share.
 constexpr size_t kEvictBudgetPerTurn = 64;
 // Requests one connection runs per turn (Redis runs what one 16 KiB read holds, about as many).
@@ -156,7 +164,9 @@ Shard::Shard(ShardGroup* group, ShardOptions options)
       table_(commands::CommandTable::Default()),
       metrics_(group->metrics().shard(options_.index)),
       scratch_(std::make_unique_for_overwrite<char[]>(kTurnInputSize)),
-      random_state_(0x9e3779b97f4a7c15ull * (options_.index + 1) ^ core::MonotonicNanos()) {
+      random_state_(0x9e3779b97f4a7c15ull * (options_.index + 1) ^ core::MonotonicNanos()),
+      background_ticks_(static_cast<uint64_t>(telemetry::CycleClock::TicksPerSecond() *
+                                              kBackgroundWorkUs / 1e6)) {
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   // Edge-triggered: every write is an event of its own, so the counter never needs reading back
@@ -306,12 +316,15 @@ void Shard::Turn(int timeout_ms) {
     group_->tasks().RunSome(options_.index, store_, slot_table_, clock_);
   }
 
+  const uint64_t background_deadline = telemetry::CycleClock::Now() + background_ticks_;
   if (store_.KeysWithExpiry() > 0) {
     // While the sweep keeps finding expired keys, give it a tick's budget every turn and do not
     // park between turns (as Redis repeats its active expire cycle while a quarter of its
     // samples were expired), so mass expiry is reclaimed in seconds, still in bounded steps.
     const size_t budget = expiring_ ? kExpireBudgetPerTick : kExpireBudgetPerTurn;
-    expiring_ = store_.ExpireSome(budget) >= budget / 8;
+    size_t examined = 0;
+    const size_t erased = ExpireFor(budget, background_deadline, &examined);
+    expiring_ = erased >= examined / 8;
   } else {
     expiring_ = false;
     // ExpireSome does this otherwise: unmap released chunks, keep a warm spare ready, so a store
@@ -319,7 +332,7 @@ void Shard::Turn(int timeout_ms) {
     store_.Maintain();
   }
   EnforceMemoryCap();
-  store_.DefragSome(kDefragBudgetPerTurn);
+  DefragFor(kDefragBudgetPerTurn, background_deadline);
   if (now_ms_ >= next_timer_ms_) {
     next_timer_ms_ = now_ms_ + kTimerPeriodMs;
     Timers();
@@ -1164,9 +1177,11 @@ void Shard::Timers() {
   const size_t keep = std::max(kIdleEnvelopeCapacity, 2 * batch_bytes_this_tick_);
   for (Envelope* envelope : envelope_pool_) ShrinkBuffers(envelope, keep);
   batch_bytes_this_tick_ = 0;
-  if (store_.KeysWithExpiry() > 0) store_.ExpireSome(kExpireBudgetPerTick);
+  const uint64_t background_deadline = telemetry::CycleClock::Now() + background_ticks_;
+  size_t examined = 0;
+  if (store_.KeysWithExpiry() > 0) ExpireFor(kExpireBudgetPerTick, background_deadline, &examined);
   // An idle shard still compacts (a busy one does it every turn).
-  store_.DefragSome(kDefragBudgetPerTick);
+  DefragFor(kDefragBudgetPerTick, telemetry::CycleClock::Now() + background_ticks_);
   // As Redis resizes an idle client's query buffer: a connection quiet for kIdleBuffersMs gives
   // back what a burst grew its buffers to (up to 256 KiB in, 1 MiB out each otherwise).
   for (auto& [id, conn] : connections_) {
@@ -1194,6 +1209,25 @@ void Shard::Timers() {
       }
     }
     for (Connection* conn : idle) Close(conn, nullptr);
+  }
+}
+
+size_t Shard::ExpireFor(size_t budget, uint64_t deadline, size_t* examined) {
+  size_t erased = 0;
+  *examined = 0;
+  while (*examined < budget) {
+    const size_t slice = std::min(kExpireSlice, budget - *examined);
+    erased += store_.ExpireSome(slice);
+    *examined += slice;
+    if (telemetry::CycleClock::Now() >= deadline) break;
+  }
+  return erased;
+}
+
+void Shard::DefragFor(size_t budget, uint64_t deadline) {
+  for (size_t moved = 0; moved < budget; moved += kDefragSlice) {
+    if (!store_.DefragSome(std::min(kDefragSlice, budget - moved))) return;
+    if (telemetry::CycleClock::Now() >= deadline) return;
   }
 }
 

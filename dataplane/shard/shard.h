@@ -189,6 +189,10 @@ class Shard final : public commands::ShardServices {
   // Copies this shard's figures into its metrics for the scrape (from the timer).
   void PublishMetrics();
   void EnforceMemoryCap();
+  // The expiry sweep and defragmentation for up to `budget` (entries examined, records moved),
+  // in slices, stopping after the slice that passes `deadline` (CycleClock ticks).
+  size_t ExpireFor(size_t budget, uint64_t deadline, size_t* examined);
+  void DefragFor(size_t budget, uint64_t deadline);
   void AccountBuffers(Connection* conn);
   // What this shard holds besides its store: connections' and batches' buffers.
   size_t BufferBytes() const { return connection_bytes_ + envelope_bytes_; }
@@ -298,6 +302,7 @@ class Shard final : public commands::ShardServices {
   std::vector<Gather*> gather_pool_;
   int64_t next_timer_ms_ = 0;
   uint64_t random_state_;
+  uint64_t background_ticks_;  // kBackgroundWorkUs in CycleClock ticks
 
   commands::ShardStats stats_;
   size_t connection_bytes_ = 0;       // input and output buffers of this shard's connections
