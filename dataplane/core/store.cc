@@ -1,5 +1,8 @@
 #include "dataplane/core/store.h"
 
+// Inlined: a key's hash is on every request's path (twice: its slot, its table entry), and for
+// short keys the call into libxxhash cost as much as the hashing.
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include <algorithm>
