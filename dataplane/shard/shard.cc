@@ -56,14 +56,17 @@ constexpr size_t kExpireBudgetPerTick = 4096;
 // Less per turn lets keys whose size drifts under eviction outgrow the cap by more than 10%.
 constexpr size_t kDefragBudgetPerTurn = 256;
 constexpr size_t kDefragBudgetPerTick = 256;
-// Background work in a turn (the expiry sweep, defragmentation) runs in slices and stops after
-// the slice that passes this much time, so a request that arrives meanwhile waits at most about
-// this long behind it. A full budget of either took milliseconds here: each expired key examined
-// or record moved is a few cache misses, and defragmentation after mass expiry moved 2048 records
-// a turn, holding turns for up to 4 ms while clients waited.
-constexpr double kBackgroundWorkUs = 200;
+// Background work in a turn (the expiry sweep, defragmentation) runs in slices, none started
+// after this much time in the turn, so a request that arrives meanwhile waits about this long
+// behind it at most. What is left goes on next turn: a shard with expired keys or fragmentation
+// to reclaim parks for kBackgroundPeriodMs at most (not at all under an expiry backlog), so the
+// slices set how long a request may wait, not how fast the work goes. (A full budget of either took
+// milliseconds here, each expired key examined or record moved being a few cache misses:
+// defragmentation after mass expiry moved 2048 records a turn and held turns for up to 4 ms.)
+constexpr double kBackgroundWorkUs = 100;
 constexpr size_t kExpireSlice = 512;
 constexpr size_t kDefragSlice = 16;  // up to 8x that many moves (Store::DefragSome)
+constexpr int kBackgroundPeriodMs = 1;
 // Keys evicted per turn while the shard is over its memory share.
 constexpr size_t kEvictBudgetPerTurn = 64;
 // Requests one connection runs per turn (Redis runs what one 16 KiB read holds, about as many).
@@ -241,11 +244,12 @@ void Shard::Run() {
       // Keep serving the rings until every shard is done: others may still need our replies.
       if (reported_drained_ && group_->AllDrained()) break;
     }
-    // Still over the memory cap after a turn that evicted, or mass expiry under way: go on
-    // next turn without parking.
-    bool busy = evicting_ || expiring_ || !resume_list_.empty() || HasOutbound() ||
+    // Still over the memory cap after a turn that evicted, or expired keys piling up faster
+    // than a slice a period reclaims: go on next turn without parking.
+    bool busy = evicting_ || expiry_backlog_ || !resume_list_.empty() || HasOutbound() ||
                 group_->tasks().HasWork(options_.index);
     int timeout = busy ? 0 : static_cast<int>(std::max<int64_t>(0, next_timer_ms_ - now_ms_));
+    if (expiring_ || defragmenting_) timeout = std::min(timeout, kBackgroundPeriodMs);
     if (stopping_) timeout = std::min(timeout, 10);
     timeout = BinaryTimeoutMs(timeout);
     Turn(timeout);
@@ -318,15 +322,19 @@ void Shard::Turn(int timeout_ms) {
 
   const uint64_t background_deadline = telemetry::CycleClock::Now() + background_ticks_;
   if (store_.KeysWithExpiry() > 0) {
-    // While the sweep keeps finding expired keys, give it a tick's budget every turn and do not
-    // park between turns (as Redis repeats its active expire cycle while a quarter of its
-    // samples were expired), so mass expiry is reclaimed in seconds, still in bounded steps.
+    // While the sweep keeps finding expired keys, give it a tick's budget every turn and come
+    // back within kBackgroundPeriodMs (as Redis repeats its active expire cycle while a quarter
+    // of its samples were expired); when half of what it examines has expired, without parking.
+    // Mass expiry is reclaimed in seconds, in bounded steps, and other processes keep the CPU
+    // time a shard does not need for it.
     const size_t budget = expiring_ ? kExpireBudgetPerTick : kExpireBudgetPerTurn;
     size_t examined = 0;
     const size_t erased = ExpireFor(budget, background_deadline, &examined);
     expiring_ = erased >= examined / 8;
+    expiry_backlog_ = erased >= examined / 2;
   } else {
     expiring_ = false;
+    expiry_backlog_ = false;
     // ExpireSome does this otherwise: unmap released chunks, keep a warm spare ready, so a store
     // growing without TTLs never maps and faults in a chunk in the middle of a request.
     store_.Maintain();
@@ -335,7 +343,7 @@ void Shard::Turn(int timeout_ms) {
   DefragFor(kDefragBudgetPerTurn, background_deadline);
   if (now_ms_ >= next_timer_ms_) {
     next_timer_ms_ = now_ms_ + kTimerPeriodMs;
-    Timers();
+    Timers(background_deadline);
   }
   BinaryTick();
   WriteAll();
@@ -1170,18 +1178,18 @@ void Shard::Close(Connection* conn, const char* reason) {
   }
 }
 
-void Shard::Timers() {
+void Shard::Timers(uint64_t background_deadline) {
   PublishMetrics();
   // The pooled envelopes give back buffers larger than this tick's traffic needed, as an idle
   // connection's buffers shrink, so memory returns to its level before a burst.
   const size_t keep = std::max(kIdleEnvelopeCapacity, 2 * batch_bytes_this_tick_);
   for (Envelope* envelope : envelope_pool_) ShrinkBuffers(envelope, keep);
   batch_bytes_this_tick_ = 0;
-  const uint64_t background_deadline = telemetry::CycleClock::Now() + background_ticks_;
+  // What the turn's own background work left of its time (all of it in an idle shard's tick).
   size_t examined = 0;
   if (store_.KeysWithExpiry() > 0) ExpireFor(kExpireBudgetPerTick, background_deadline, &examined);
   // An idle shard still compacts (a busy one does it every turn).
-  DefragFor(kDefragBudgetPerTick, telemetry::CycleClock::Now() + background_ticks_);
+  DefragFor(kDefragBudgetPerTick, background_deadline);
   // As Redis resizes an idle client's query buffer: a connection quiet for kIdleBuffersMs gives
   // back what a burst grew its buffers to (up to 256 KiB in, 1 MiB out each otherwise).
   for (auto& [id, conn] : connections_) {
@@ -1215,19 +1223,19 @@ void Shard::Timers() {
 size_t Shard::ExpireFor(size_t budget, uint64_t deadline, size_t* examined) {
   size_t erased = 0;
   *examined = 0;
-  while (*examined < budget) {
+  while (*examined < budget && telemetry::CycleClock::Now() < deadline) {
     const size_t slice = std::min(kExpireSlice, budget - *examined);
     erased += store_.ExpireSome(slice);
     *examined += slice;
-    if (telemetry::CycleClock::Now() >= deadline) break;
   }
   return erased;
 }
 
 void Shard::DefragFor(size_t budget, uint64_t deadline) {
-  for (size_t moved = 0; moved < budget; moved += kDefragSlice) {
-    if (!store_.DefragSome(std::min(kDefragSlice, budget - moved))) return;
-    if (telemetry::CycleClock::Now() >= deadline) return;
+  for (size_t moved = 0; moved < budget && telemetry::CycleClock::Now() < deadline;
+       moved += kDefragSlice) {
+    defragmenting_ = store_.DefragSome(std::min(kDefragSlice, budget - moved));
+    if (!defragmenting_) return;
   }
 }
 

@@ -183,14 +183,15 @@ class Shard final : public commands::ShardServices {
   void UpdateInterest(Connection* conn);
   void Close(Connection* conn, const char* reason);
   void MaybeFree(Connection* conn);
-  void Timers();
+  // `background_deadline`: when the turn's background work (expiry, defragmentation) must stop.
+  void Timers(uint64_t background_deadline);
   // Runs a command's handler, counting it and its latency in this shard's metrics.
   void Execute(const commands::CommandSpec* spec, commands::CommandContext& ctx);
   // Copies this shard's figures into its metrics for the scrape (from the timer).
   void PublishMetrics();
   void EnforceMemoryCap();
   // The expiry sweep and defragmentation for up to `budget` (entries examined, records moved),
-  // in slices, stopping after the slice that passes `deadline` (CycleClock ticks).
+  // in slices, none started at or after `deadline` (CycleClock ticks).
   size_t ExpireFor(size_t budget, uint64_t deadline, size_t* examined);
   void DefragFor(size_t budget, uint64_t deadline);
   void AccountBuffers(Connection* conn);
@@ -309,7 +310,9 @@ class Shard final : public commands::ShardServices {
   size_t envelope_bytes_ = 0;         // batch buffers of the envelopes this shard sends
   size_t batch_bytes_this_tick_ = 0;  // the largest buffer a batch needed since the last tick
   bool evicting_ = false;             // over the memory cap and eviction is making progress
-  bool expiring_ = false;             // the last sweep found many expired keys
+  bool expiring_ = false;             // the last sweep found many expired keys (1 in 8)
+  bool expiry_backlog_ = false;       // ... or most of what it examined (1 in 2)
+  bool defragmenting_ = false;        // active defragmentation is under way
 
   struct NameHash {
     using is_transparent = void;
