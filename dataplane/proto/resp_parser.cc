@@ -117,37 +117,34 @@ int HexValue(char c) {
   return c - 'A' + 10;
 }
 
-// A canonical `<type><digits>\r\n` line at `*pos` (at most 9 digits): its number, pos past it.
-bool PeekHeaderLine(std::string_view data, char type, size_t* pos, size_t* value) {
-  size_t i = *pos;
-  if (i >= data.size() || data[i] != type) return false;
-  size_t v = 0;
-  const size_t digits_from = ++i;
-  while (i < data.size() && data[i] >= '0' && data[i] <= '9' && i - digits_from < 9) {
-    v = v * 10 + static_cast<size_t>(data[i++] - '0');
-  }
-  if (i == digits_from || i + 1 >= data.size() || data[i] != '\r' || data[i + 1] != '\n') {
-    return false;
-  }
-  *pos = i + 2;
-  *value = v;
-  return true;
-}
-
 }  // namespace
 
 bool PeekMultibulkArgument(std::string_view data, size_t index, std::string_view* argument) {
+  const char* p = data.data();
+  const size_t n = data.size();
+  // Only the lines the parser's own fast path accepts (FindHeaderLine), so a hint never names
+  // bytes the parse would read differently.
+  auto header = [&](size_t* pos, char type, uint64_t* value) {
+    size_t cr = 0;
+    bool canonical = false;
+    if (FindHeaderLine(p, *pos, n, type, n, &cr, &canonical, value) != LineResult::kOk ||
+        !canonical) {
+      return false;
+    }
+    *pos = cr + 2;
+    return true;
+  };
   size_t pos = 0;
-  size_t count = 0;
-  if (!PeekHeaderLine(data, '*', &pos, &count) || index >= count) return false;
+  uint64_t count = 0;
+  if (n == 0 || !header(&pos, '*', &count) || index >= count) return false;
   for (size_t i = 0;; ++i) {
-    size_t length = 0;
-    if (!PeekHeaderLine(data, '$', &pos, &length) || data.size() - pos < length) return false;
+    uint64_t length = 0;
+    if (pos >= n || !header(&pos, '$', &length) || n - pos < length) return false;
     if (i == index) {
       *argument = data.substr(pos, length);
       return true;
     }
-    if (data.size() - pos < length + 2) return false;
+    if (n - pos < length + 2) return false;
     pos += length + 2;
   }
 }

@@ -448,9 +448,7 @@ void Shard::RunReadInput() {
     size_t keys = 0;
     for (size_t i = first; i < last; ++i) {
       std::string_view key;
-      if (!proto::PeekMultibulkArgument(read_input_[i].data, 1, &key)) continue;
-      if (options_.count == 1 ||
-          commands::ShardOfSlot(group_->slot_function()(key), options_.count) == options_.index) {
+      if (proto::PeekMultibulkArgument(read_input_[i].data, 1, &key) && OwnsKey(key)) {
         batch_keys_[keys++] = key;
       }
     }
@@ -1493,7 +1491,8 @@ void Shard::ResetStats() {
 namespace keep::shard {
 
 bool Shard::OwnsKey(std::string_view key) {
-  return commands::ShardOfSlot(group_->slot_function()(key), options_.count) == options_.index;
+  return options_.count == 1 ||
+         commands::ShardOfSlot(group_->slot_function()(key), options_.count) == options_.index;
 }
 
 }  // namespace keep::shard
