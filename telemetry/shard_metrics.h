@@ -86,6 +86,7 @@ enum class ShardValue : size_t {
   kNetInputBytes,
   kNetOutputBytes,
   kCrossShardRequests,
+  kCrossShardDirectReplies,
   kKeyspaceHits,
   kKeyspaceMisses,
   kClientOutputBufferBytes,

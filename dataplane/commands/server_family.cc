@@ -208,6 +208,7 @@ void CombineInfo(const CombineInput& input, proto::ReplyWriter& reply) {
     Line(&out, "keyspace_hits", stats.keyspace_hits);
     Line(&out, "keyspace_misses", stats.keyspace_misses);
     Line(&out, "cross_shard_requests", stats.cross_shard_requests);
+    Line(&out, "cross_shard_direct_replies", stats.cross_shard_direct_replies);
     Line(&out, "pubsub_dropped_events", stats.pubsub_dropped_events);
     Line(&out, "eventloop_cycles", stats.eventloop_cycles);
     Line(&out, "eventloop_duration_sum", stats.eventloop_duration_sum_us);

@@ -32,6 +32,7 @@ struct ShardStats {
   uint64_t net_input_bytes = 0;
   uint64_t net_output_bytes = 0;
   uint64_t cross_shard_requests = 0;
+  uint64_t cross_shard_direct_replies = 0;
   uint64_t keyspace_hits = 0;
   uint64_t keyspace_misses = 0;
   uint64_t client_output_buffer_bytes = 0;

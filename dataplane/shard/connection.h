@@ -20,6 +20,9 @@ namespace keep::shard {
 struct PendingReply {
   std::string bytes;  // the reply, when it arrived before one owed ahead of it
   bool ready = false;
+  // The owning shard writes this reply to the socket itself; what comes back is what it could not
+  // send (usually nothing). See Shard::Forward.
+  bool direct = false;
   size_t held_offset = 0;  // RESP: where in Connection::held this reply goes
   // Binary connections: the request this reply answers (replies leave as they complete).
   uint32_t binary_id = 0;
@@ -40,10 +43,17 @@ struct Connection {
   size_t held_moved = 0;
   std::deque<PendingReply*> pending;  // replies owed by other shards, in request order
   uint32_t inflight = 0;              // envelopes and joins that still point at this connection
-  uint32_t epoll_events = 0;          // the interest set registered now
-  size_t accounted_bytes = 0;         // buffer capacity counted in the shard's memory use
-  bool closed = false;                // fd closed; freed when inflight drops to zero
-  bool close_after_flush = false;     // QUIT, protocol error, CLIENT KILL: read no more
+  // Replies another shard is writing to this socket itself, and whether anything produced since
+  // waits for them (then that shard wakes this one when they are done: Shard::direct_waiters_).
+  uint32_t direct_inflight = 0;
+  bool awaits_direct = false;
+  // Closed while another shard may still write to it: shut down, and closed once it is done, so
+  // the descriptor cannot be reused for a new client in between.
+  int lingering_fd = -1;
+  uint32_t epoll_events = 0;       // the interest set registered now
+  size_t accounted_bytes = 0;      // buffer capacity counted in the shard's memory use
+  bool closed = false;             // fd closed; freed when inflight drops to zero
+  bool close_after_flush = false;  // QUIT, protocol error, CLIENT KILL: read no more
   bool in_write_list = false;
   bool in_resume_list = false;
   proto::RespParser parser;

@@ -89,7 +89,7 @@ struct ForwardHeader {
   uint32_t key_slot;
   uint32_t arg_count;
   uint32_t resp_version;
-  uint32_t reserved;  // zero: the header is copied as bytes, so it has no padding to leave unset
+  int32_t direct_fd;  // >= 0: the target writes the reply to this socket itself (Shard::Forward)
 };
 static_assert(std::has_unique_object_representations_v<ForwardHeader>);
 
@@ -284,6 +284,10 @@ void Shard::Turn(int timeout_ms) {
     if (view_ != nullptr && view_->epoch != applied_epoch_) ApplyView();
   }
 
+  // Replies other shards wrote to this shard's sockets themselves come back without waking it; a
+  // client that has its reply may already have sent its next request, which must find the
+  // connection's accounts settled (else it could not be answered directly in turn).
+  DrainInbound();
   for (int i = 0; i < ready; ++i) {
     uint64_t tag = events[i].data.u64;
     if (tag == kWakeTag) continue;
@@ -533,10 +537,12 @@ void Shard::ProcessInput(Connection* conn, std::string_view data, bool from_scra
       if (batch_[i].arg_count == 0) continue;
       ++stats_.total_commands_processed;
       --budget;
+      last_of_input_ = offset == data.size();
       Dispatch(conn,
                std::span<const std::string_view>(batch_args_.data() + batch_[i].first_arg,
                                                  batch_[i].arg_count),
                batch_[i].arg1_slot);
+      last_of_input_ = false;
     }
     store_.ForgetKeyHashes();
     if (!more || status == proto::ParseStatus::kComplete) continue;
@@ -570,11 +576,13 @@ void Shard::ProcessInput(Connection* conn, std::string_view data, bool from_scra
 
 std::string* Shard::ReplyTarget(Connection* conn) {
   MarkWrite(conn);
+  if (conn->direct_inflight > 0) AwaitDirect(conn);
   if (conn->binary != nullptr) return &conn->binary->resp;
   return conn->pending.empty() ? &conn->out : &conn->held;
 }
 
 PendingReply* Shard::Owe(Connection* conn) {
+  if (conn->direct_inflight > 0) AwaitDirect(conn);
   PendingReply* slot = NewSlot();
   if (conn->binary != nullptr) {
     BinaryDefer(conn, slot);
@@ -670,12 +678,19 @@ void Shard::Forward(Connection* conn, int target, std::span<const std::string_vi
     batch->origin = static_cast<uint16_t>(options_.index);
     batch->target = static_cast<uint16_t>(target);
   }
+  // A request that is all its connection has sent, with nothing owed or unsent before it (a client
+  // waiting for each reply, as at pipeline 1), is answered on the socket by the shard that owns
+  // its key: its reply then makes no return hop, and this shard is not woken to pass it on. The
+  // reply still comes back (empty once sent) to settle the connection's accounts, without a
+  // wake-up unless something this shard produced since waits behind it (AwaitDirect).
+  const bool direct = last_of_input_ && conn->binary == nullptr && conn->pending.empty() &&
+                      conn->unsent() == 0 && !conn->close_after_flush && !conn->client.Subscribed();
   const ForwardHeader header{.spec = plan_.spec,
                              .caller_id = conn->client.id,
                              .key_slot = plan_.slot,
                              .arg_count = static_cast<uint32_t>(args.size()),
                              .resp_version = static_cast<uint32_t>(conn->client.resp_version),
-                             .reserved = 0};
+                             .direct_fd = direct ? conn->fd : -1};
   std::string& out = batch->requests;
   size_t size = out.size() + sizeof(header) + args.size() * sizeof(uint32_t);
   for (std::string_view arg : args) size += arg.size();
@@ -693,7 +708,12 @@ void Shard::Forward(Connection* conn, int target, std::span<const std::string_vi
     std::memcpy(cursor, arg.data(), arg.size());
     cursor += arg.size();
   }
-  batch->waiting.push_back({conn, Owe(conn)});
+  PendingReply* slot = Owe(conn);
+  if (direct) {
+    slot->direct = true;
+    ++conn->direct_inflight;
+  }
+  batch->waiting.push_back({conn, slot});
   ++stats_.cross_shard_requests;
   ++unsent_forwards_[target];
   if (batch->waiting.size() >= kBatchRequests || out.size() >= kBatchBytes) SealBatch(target);
@@ -899,6 +919,7 @@ void Shard::OnEnvelope(Envelope* envelope) {
 void Shard::RunBatch(Envelope* batch) {
   batch->replies.clear();
   batch->reply_ends.clear();
+  batch->wake_origin = false;
   const std::string& bytes = batch->requests;
   size_t position = 0;
   // As for a connection's pipeline (ProcessInput): kRequestBatch requests at a time have their
@@ -923,7 +944,7 @@ void Shard::RunBatch(Envelope* batch) {
       if (header.arg_count >= 2) batch_keys_[keys++] = batch_args_[first_arg + 1];
       batch_[count] = {first_arg, header.arg_count, 0, commands::kNoSlot};
       forwarded_[count] = {header.spec, header.caller_id, header.key_slot,
-                           static_cast<int>(header.resp_version)};
+                           static_cast<int>(header.resp_version), header.direct_fd};
       ++count;
     }
     store_.PrefetchKeys(std::span(batch_keys_.data(), keys));
@@ -945,7 +966,27 @@ void Shard::RunBatch(Envelope* batch) {
           .slots = &slot_table_,
           .view = view_,
           .slot_of = &group_->slot_function()};
+      const size_t start = batch->replies.size();
       Execute(request.spec, ctx);
+      if (request.direct_fd >= 0) {
+        // The origin writes nothing to this socket until this reply is back (Forward), and keeps
+        // the descriptor open until then even if the client goes (Close).
+        const size_t length = batch->replies.size() - start;
+        const ssize_t sent = send(request.direct_fd, batch->replies.data() + start, length,
+                                  MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (sent > 0) {
+          stats_.net_output_bytes += sent;
+          batch->replies.erase(start, static_cast<size_t>(sent));
+        }
+        if (static_cast<size_t>(std::max<ssize_t>(sent, 0)) == length) {
+          ++stats_.cross_shard_direct_replies;
+        } else {
+          // A full socket buffer or a broken connection: the origin sends the rest, or finds out.
+          batch->wake_origin = true;
+        }
+      } else {
+        batch->wake_origin = true;
+      }
       batch->reply_ends.push_back(static_cast<uint32_t>(batch->replies.size()));
     }
     store_.ForgetKeyHashes();
@@ -960,6 +1001,7 @@ void Shard::DeliverBatch(Envelope* batch) {
     const std::string_view reply(batch->replies.data() + start, end - start);
     start = end;
     --conn->inflight;
+    if (slot->direct) DirectDone(conn);
     if (conn->closed) {
       Recycle(slot);
     } else if (conn->binary != nullptr) {
@@ -1007,16 +1049,26 @@ void Shard::FlushOutbound() {
     if (queue.empty()) continue;
     SpscRing<Envelope>& ring = group_->ring(options_.index, target);
     size_t pushed = 0;
-    while (pushed < queue.size() && ring.Push(queue[pushed])) {
-      if (!queue[pushed]->is_reply) unsent_forwards_[target] -= queue[pushed]->request_count();
+    bool wake = false;
+    while (pushed < queue.size()) {
+      // Read before the push: from then on the envelope is the other shard's.
+      const Envelope* envelope = queue[pushed];
+      const bool is_request = !envelope->is_reply;
+      const size_t requests = envelope->request_count();
+      const bool wanted = is_request || envelope->gather != nullptr || envelope->wake_origin;
+      if (!ring.Push(queue[pushed])) break;
+      if (is_request) unsent_forwards_[target] -= requests;
+      wake = wake || wanted;
       ++pushed;
     }
     if (pushed > 0) {
       queue.erase(queue.begin(), queue.begin() + pushed);
       // Pairs with the parked flag store in Turn: either we see it set, or the target sees
-      // our push before it sleeps.
+      // our push before it sleeps. Likewise with AwaitDirect's increment: either we see the
+      // waiter, or the target sees the push when it looks at its rings before parking.
       std::atomic_thread_fence(std::memory_order_seq_cst);
-      group_->shard(target).Wake();
+      Shard& other = group_->shard(target);
+      if (wake || other.direct_waiters_.load(std::memory_order_seq_cst) > 0) other.Wake();
     }
   }
 }
@@ -1048,6 +1100,24 @@ void Shard::FlushReadySlots(Connection* conn, bool was_paused) {
   if (was_paused && !InputPaused(conn) && !conn->in_resume_list) {
     conn->in_resume_list = true;
     resume_list_.push_back(conn);
+  }
+}
+
+void Shard::AwaitDirect(Connection* conn) {
+  if (conn->awaits_direct) return;
+  conn->awaits_direct = true;
+  direct_waiters_.fetch_add(1, std::memory_order_seq_cst);
+}
+
+void Shard::DirectDone(Connection* conn) {
+  if (--conn->direct_inflight > 0) return;
+  if (conn->awaits_direct) {
+    conn->awaits_direct = false;
+    direct_waiters_.fetch_sub(1, std::memory_order_relaxed);
+  }
+  if (conn->lingering_fd >= 0) {
+    close(conn->lingering_fd);
+    conn->lingering_fd = -1;
   }
 }
 
@@ -1144,7 +1214,12 @@ void Shard::Close(Connection* conn, const char* reason) {
   // Its input buffer may go while a batch parsed from it is still executing.
   store_.ForgetKeyHashes();
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, conn->fd, nullptr);
-  close(conn->fd);
+  if (conn->direct_inflight > 0) {
+    shutdown(conn->fd, SHUT_RDWR);
+    conn->lingering_fd = conn->fd;
+  } else {
+    close(conn->fd);
+  }
   conn->fd = -1;
   conn->closed = true;
   connection_bytes_ -= conn->accounted_bytes;
@@ -1254,6 +1329,7 @@ void Shard::PublishMetrics() {
   metrics_.Publish(ShardValue::kNetInputBytes, stats.net_input_bytes);
   metrics_.Publish(ShardValue::kNetOutputBytes, stats.net_output_bytes);
   metrics_.Publish(ShardValue::kCrossShardRequests, stats.cross_shard_requests);
+  metrics_.Publish(ShardValue::kCrossShardDirectReplies, stats.cross_shard_direct_replies);
   metrics_.Publish(ShardValue::kKeyspaceHits, stats.keyspace_hits);
   metrics_.Publish(ShardValue::kKeyspaceMisses, stats.keyspace_misses);
   metrics_.Publish(ShardValue::kClientOutputBufferBytes, stats.client_output_buffer_bytes);
@@ -1319,6 +1395,7 @@ void Shard::Recycle(Envelope* envelope) {
                 envelope->waiting.size() * sizeof(Forwarded),
                 envelope->reply_ends.size() * sizeof(uint32_t)});
   envelope->is_reply = false;
+  envelope->wake_origin = true;
   envelope->gather = nullptr;
   envelope->requests.clear();
   envelope->waiting.clear();
@@ -1360,6 +1437,7 @@ PendingReply* Shard::NewSlot() {
 
 void Shard::Recycle(PendingReply* slot) {
   slot->ready = false;
+  slot->direct = false;
   slot->bytes.clear();
   if (slot->bytes.capacity() > 64 * 1024) std::string().swap(slot->bytes);
   slot_pool_.push_back(slot);

@@ -55,6 +55,8 @@ struct Envelope {
   std::vector<Forwarded> waiting;    // origin only: where each reply goes, in request order
   std::string replies;               // written by the target
   std::vector<uint32_t> reply_ends;  // written by the target: where each reply ends in `replies`
+  // Written by the target: some reply must still be written by the origin, so waking it pays.
+  bool wake_origin = true;
 
   // One part of a split or broadcast request.
   Gather* gather = nullptr;
@@ -175,6 +177,11 @@ class Shard final : public commands::ShardServices {
   // Moves the ready replies at the front of the connection's order to its output.
   void FlushReadySlots(Connection* conn, bool was_paused);
   void MarkWrite(Connection* conn);
+  // A reply of this connection is being written by another shard and the request about to run
+  // will produce output behind it: have that shard wake this one when it is done.
+  void AwaitDirect(Connection* conn);
+  // A reply another shard wrote directly (or tried to) is back.
+  void DirectDone(Connection* conn);
   void WriteAll();
   void Write(Connection* conn);
   bool InputPaused(const Connection* conn) const;
@@ -250,6 +257,9 @@ class Shard final : public commands::ShardServices {
   // does not take away the line of fields this shard writes for every request.
   alignas(kCacheLine) int wake_fd_ = -1;
   std::atomic<bool> parked_{false};
+  // Connections with output waiting behind a reply another shard writes directly: while nonzero,
+  // that shard wakes this one when it hands back such a reply (FlushOutbound).
+  std::atomic<uint32_t> direct_waiters_{0};
   alignas(kCacheLine) std::thread thread_;
   bool stopping_ = false;
   int64_t stop_deadline_ms_ = 0;
@@ -278,6 +288,9 @@ class Shard final : public commands::ShardServices {
   std::string route_error_;  // reused for MOVED texts
 
   commands::RoutePlan plan_;
+  // The request being dispatched is the last of what its connection sent (ProcessInput), so its
+  // reply may go out straight from the shard that owns its key (Forward).
+  bool last_of_input_ = false;
   // A batch of parsed pipelined requests (see ProcessInput): their arguments back to back.
   struct ParsedRequest {
     uint32_t first_arg = 0;
@@ -294,6 +307,7 @@ class Shard final : public commands::ShardServices {
     uint64_t caller_id = 0;
     uint32_t key_slot = 0;
     int resp_version = 2;
+    int direct_fd = -1;
   };
   std::array<ForwardedRequest, kRequestBatch> forwarded_;
   std::array<std::string_view, kRequestBatch> batch_keys_;  // the keys a batch prefetches

@@ -1,0 +1,145 @@
+"""A request forwarded to the shard that owns its key, when it is all its connection has sent and
+nothing is owed before it, is answered on the socket by that shard (no return hop): the replies
+stay correct and in order, later requests wait for it, and a client gone meanwhile never has its
+reply reach another client.
+
+Shards are reached through their own ports (`--shard-port-base`) and keys are placed with
+`--slot-hash crc16`, so each test knows which shard a connection is on and which owns a key."""
+from __future__ import annotations
+
+import socket
+import time
+
+from helpers.cluster import crc16_slot
+from helpers.resp import RawConnection, Reply, encode_command, encode_commands
+
+SHARDS = 2
+
+
+def _free_port_pair() -> int:
+    for _ in range(50):
+        with socket.socket() as a:
+            a.bind(("127.0.0.1", 0))
+            base = a.getsockname()[1]
+        if base + 1 > 65535:
+            continue
+        try:
+            with socket.socket() as a, socket.socket() as b:
+                a.bind(("127.0.0.1", base))
+                b.bind(("127.0.0.1", base + 1))
+            return base
+        except OSError:
+            continue
+    raise RuntimeError("no free pair of ports")
+
+
+def _keys_of(shard: int, prefix: str, count: int) -> list[str]:
+    keys, i = [], 0
+    while len(keys) < count:
+        key = f"{prefix}{i}"
+        if crc16_slot(key.encode()) % SHARDS == shard:
+            keys.append(key)
+        i += 1
+    return keys
+
+
+def _server(server_factory, name: str):
+    base = _free_port_pair()
+    server = server_factory(name, shards=SHARDS, shard_port_base=base, slot_hash="crc16",
+                            enable_debug_command=True)
+    return server, base
+
+
+def _stat(conn: RawConnection, name: str) -> int:
+    info = conn.call("INFO", "stats").value.decode()
+    for line in info.splitlines():
+        if line.startswith(name + ":"):
+            return int(line.split(":", 1)[1])
+    raise AssertionError(f"INFO stats has no {name}")
+
+
+def test_one_request_at_a_time_is_answered_by_the_owning_shard(server_factory):
+    server, base = _server(server_factory, "keep-direct")
+    remote = _keys_of(1, "direct:", 200)
+    local = _keys_of(0, "direct:", 50)
+    c = RawConnection("127.0.0.1", base, timeout=5)  # shard 0's port
+    before = _stat(c, "cross_shard_direct_replies")
+    for i, key in enumerate(remote):
+        assert c.call("SET", key, f"v{i}" * (i % 40 + 1)) == Reply("simple", b"OK")
+        assert c.call("GET", key) == Reply("bulk", (f"v{i}" * (i % 40 + 1)).encode())
+    for key in local:
+        assert c.call("GET", key) == Reply("bulk", None)
+    # Errors from the owning shard come back the same way.
+    assert c.call("INCR", remote[0]) == Reply(
+        "error", b"ERR value is not an integer or out of range")
+    direct = _stat(c, "cross_shard_direct_replies") - before
+    # The SET and GET of every remote key went one at a time: most were answered directly (a
+    # reply still on its way back when the next request arrives makes that one go the long way).
+    assert direct >= 200, direct
+    # Large values too: the owning shard writes what the socket takes, the rest is sent for it.
+    big = "x" * (3 << 20)
+    assert c.call("SET", remote[1], big) == Reply("simple", b"OK")
+    for _ in range(3):
+        assert c.call("GET", remote[1], timeout=10) == Reply("bulk", big.encode())
+    c.close()
+
+
+def test_requests_sent_while_a_direct_reply_is_owed_wait_for_it(server_factory):
+    server, base = _server(server_factory, "keep-direct-wait")
+    (remote, remote2) = _keys_of(1, "wait:", 2)
+    (local,) = _keys_of(0, "wait:", 1)
+    setup = RawConnection("127.0.0.1", server.port, timeout=5)
+    for key, value in ((remote, "r1"), (remote2, "r2"), (local, "l0")):
+        assert setup.call("SET", key, value) == Reply("simple", b"OK")
+    sleeper = RawConnection("127.0.0.1", base + 1, timeout=5)  # shard 1's port
+    c = RawConnection("127.0.0.1", base, timeout=5)
+    for round_ in range(5):
+        # Shard 1 is busy for 300 ms: the GET alone goes to it (answered directly later), and what
+        # follows, local or forwarded, must not overtake it.
+        sleeper.send(encode_command("DEBUG", "SLEEP", "0.3"))
+        time.sleep(0.05)
+        c.send(encode_command("GET", remote))
+        time.sleep(0.05)
+        c.send(encode_commands([("PING",), ("GET", local), ("GET", remote2), ("ECHO", "e"),
+                                ("GET", remote)]))
+        got = c.read_replies(6, timeout=5)
+        assert got == [Reply("bulk", b"r1"), Reply("simple", b"PONG"), Reply("bulk", b"l0"),
+                       Reply("bulk", b"r2"), Reply("bulk", b"e"), Reply("bulk", b"r1")], round_
+        assert sleeper.read_reply(timeout=5) == Reply("simple", b"OK")
+        assert c.read_available(0.05) == b""
+    c.close()
+    sleeper.close()
+    setup.close()
+
+
+def test_a_client_gone_before_its_direct_reply_leaves_it_to_nobody_else(server_factory):
+    server, base = _server(server_factory, "keep-direct-gone")
+    (remote,) = _keys_of(1, "gone:", 1)
+    setup = RawConnection("127.0.0.1", server.port, timeout=5)
+    assert setup.call("SET", remote, "secret") == Reply("simple", b"OK")
+    sleeper = RawConnection("127.0.0.1", base + 1, timeout=5)
+    for round_ in range(3):
+        sleeper.send(encode_command("DEBUG", "SLEEP", "0.4"))
+        time.sleep(0.05)
+        for reset in (True, False):
+            gone = RawConnection("127.0.0.1", base, timeout=5)
+            gone.send(encode_command("GET", remote))
+            time.sleep(0.02)
+            gone.close(reset=reset)
+        time.sleep(0.05)
+        # New clients of the same shard (one may get the closed one's descriptor number): each
+        # sees its own replies only, before and after the owning shard answers the gone one.
+        fresh = [RawConnection("127.0.0.1", base, timeout=5) for _ in range(8)]
+        for f in fresh:
+            f.send(encode_command("PING"))
+        for f in fresh:
+            assert f.read_reply(timeout=5) == Reply("simple", b"PONG")
+        assert sleeper.read_reply(timeout=5) == Reply("simple", b"OK")
+        for f in fresh:
+            assert f.read_available(0.05) == b"", round_
+            assert f.call("GET", remote) == Reply("bulk", b"secret")
+            assert f.read_available(0.02) == b""
+            f.close()
+    assert setup.call("DBSIZE") == Reply("int", 1)
+    sleeper.close()
+    setup.close()
