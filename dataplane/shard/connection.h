@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -30,6 +29,45 @@ struct PendingReply {
   uint8_t binary_flags = 0;
 };
 
+// The replies a connection is owed by other shards, in request order: a ring of pointers that
+// allocates nothing until the first reply is owed. std::deque allocated its first block with every
+// connection, and its size() is a few loads and multiplies, asked several times a request
+// (Shard::InputPaused).
+class PendingQueue {
+ public:
+  bool empty() const { return head_ == tail_; }
+  size_t size() const { return tail_ - head_; }
+  PendingReply* front() const { return slots_[head_ & mask_]; }
+  void pop_front() { ++head_; }
+  void push_back(PendingReply* slot) {
+    if (tail_ - head_ == capacity_) Grow();
+    slots_[tail_++ & mask_] = slot;
+  }
+  void clear() { head_ = tail_ = 0; }
+  template <class F>
+  void ForEach(F&& f) const {
+    for (size_t i = head_; i != tail_; ++i) f(slots_[i & mask_]);
+  }
+
+ private:
+  void Grow() {
+    const size_t grown = capacity_ == 0 ? 16 : capacity_ * 2;
+    auto bigger = std::make_unique<PendingReply*[]>(grown);
+    for (size_t i = head_; i != tail_; ++i) bigger[i - head_] = slots_[i & mask_];
+    tail_ -= head_;
+    head_ = 0;
+    slots_ = std::move(bigger);
+    capacity_ = grown;
+    mask_ = grown - 1;
+  }
+
+  std::unique_ptr<PendingReply*[]> slots_;
+  size_t head_ = 0;
+  size_t tail_ = 0;
+  size_t capacity_ = 0;
+  size_t mask_ = 0;
+};
+
 struct Connection {
   int fd = -1;
   commands::ClientState client;
@@ -41,8 +79,8 @@ struct Connection {
   // them has moved on to `out`.
   std::string held;
   size_t held_moved = 0;
-  std::deque<PendingReply*> pending;  // replies owed by other shards, in request order
-  uint32_t inflight = 0;              // envelopes and joins that still point at this connection
+  PendingQueue pending;   // replies owed by other shards, in request order
+  uint32_t inflight = 0;  // envelopes and joins that still point at this connection
   // Replies another shard is writing to this socket itself, and whether anything produced since
   // waits for them (then that shard wakes this one when they are done: Shard::direct_waiters_).
   uint32_t direct_inflight = 0;

@@ -1228,9 +1228,9 @@ void Shard::Close(Connection* conn, const char* reason) {
   group_->ReleaseClient();
   --stats_.connected_clients;
   // Slots still referenced by in-flight requests are recycled when their replies arrive.
-  for (PendingReply* slot : conn->pending) {
+  conn->pending.ForEach([this](PendingReply* slot) {
     if (slot->ready) Recycle(slot);
-  }
+  });
   conn->pending.clear();
   std::string().swap(conn->held);
   conn->held_moved = 0;
