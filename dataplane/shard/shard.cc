@@ -319,6 +319,11 @@ void Shard::Turn(int timeout_ms) {
   FlushOutbound();
   DrainInbound();
   FlushOutbound();
+  // The turn's replies leave before its background work (handoff batches, expiry, eviction,
+  // defragmentation, the tick), which may take up to kBackgroundWorkUs: a request never waits
+  // for that behind the system call that answers it. What the background work itself writes
+  // (events, redirects, heartbeats) goes out at the end of the turn.
+  WriteAll();
   // Control-thread tasks (handoff batches): a few per turn, each bounded by its own budget.
   if (group_->tasks().HasWork(options_.index)) {
     group_->tasks().RunSome(options_.index, store_, slot_table_, clock_);
