@@ -19,6 +19,7 @@ import collections
 import multiprocessing as mp
 import os
 import random
+import signal
 import socket
 import subprocess
 import sys
@@ -284,6 +285,25 @@ def shard_cpu_wait_ms(pid: int) -> float:
     return total / 1e6
 
 
+class WakeLatency:
+    """keep-wake-latency beside a probe: how late this machine wakes a sleeping thread meanwhile."""
+
+    def __init__(self, keep_bin: str):
+        tool = os.path.join(os.path.dirname(keep_bin), "keep-wake-latency")
+        self.proc = None
+        if os.access(tool, os.X_OK):
+            self.proc = subprocess.Popen([tool, "--seconds", "0"], stdout=subprocess.PIPE,
+                                         text=True)
+
+    def finish(self) -> dict:
+        if self.proc is None:
+            return {}
+        self.proc.send_signal(signal.SIGTERM)
+        out, _ = self.proc.communicate(timeout=30)
+        fields = dict(f.split("=", 1) for f in out.split()[1:] if "=" in f)
+        return {k: float(v) for k, v in fields.items()}
+
+
 def load_latency_figures(keep_bin: str, count: int, niceness: int) -> None:
     print(f"== b) GET latency while {count} keys load (pipelined SETs, 2000 per batch)")
     shards = os.environ.get("LOAD_SHARDS", "2")
@@ -296,6 +316,7 @@ def load_latency_figures(keep_bin: str, count: int, niceness: int) -> None:
         idle = Server("keep", keep_bin, ["--shards", shards]) if label == "control" else None
         try:
             prober = Prober((idle or server).port, count)
+            machine = WakeLatency(keep_bin)
             server.conn.call("CONFIG", "RESETSTAT")
             # A shard that waits for a CPU stalls its requests as surely as a long turn does,
             # but it is the machine's doing: counted apart.
@@ -306,6 +327,7 @@ def load_latency_figures(keep_bin: str, count: int, niceness: int) -> None:
                 set_batches(Conn(server.port), "key:", 0, count, b"v" * 8)
             seconds = time.monotonic() - t0
             lat = prober.finish()
+            wake = machine.finish()
             waited = shard_cpu_wait_ms(probed_pid) - wait_before
             stats = server.conn.info("stats")
             longest_turn = stats["eventloop_duration_max"] / 1e3
@@ -318,6 +340,13 @@ def load_latency_figures(keep_bin: str, count: int, niceness: int) -> None:
                   f"{mean_turn:.3f} ms; the probed server's shards waited {waited:.0f} ms in all "
                   f"for a CPU")
             prefix = "load" if idle is None else "load_control"
+            if wake:
+                print(f"  meanwhile a thread sleeping to deadlines 0.5 ms apart woke late by p99 "
+                      f"{wake['p99_us'] / 1e3:.3f} ms, p99.9 {wake['p999_us'] / 1e3:.3f} ms, max "
+                      f"{wake['max_us'] / 1e3:.3f} ms (keep-wake-latency: the machine's own "
+                      f"delay before any woken thread runs)")
+                figure(f"{prefix}_wake_latency_p999_ms", f"{wake['p999_us'] / 1e3:.3f}")
+                figure(f"{prefix}_wake_latency_max_ms", f"{wake['max_us'] / 1e3:.3f}")
             figure(f"{prefix}_shard_cpu_wait_ms", f"{waited:.0f}")
             figure(f"{prefix}_get_p999_ms", f"{p999:.3f}")
             figure(f"{prefix}_get_max_ms", f"{worst:.3f}")
