@@ -31,7 +31,7 @@ from helpers.binary import (AUTH, COMMAND, DEL, ERROR, EVENT, EXISTS, EXPIRE, EX
                             TOPOLOGY, UNLOCK, UNSUBSCRIBE, WRONGTYPE, BUSY, DELPREFIX, BinConn,
                             command_body, frame, hello_body, i64s, parse_topology, preface, u64)
 from helpers.clients import make_client
-from helpers.server import free_port, keep_bin
+from helpers.server import free_port, free_port_pair, keep_bin
 
 pytestmark = [pytest.mark.timeout(90), pytest.mark.keep_only]
 
@@ -194,23 +194,8 @@ def test_delprefix_publish_topology_command(bconn, fresh, keep_server):
     assert (r.status, r.body) == (ERROR, b"ERR malformed COMMAND body")
 
 
-def _free_port_pair() -> int:
-    """A base port whose next port is free too (two shards listen on base and base + 1)."""
-    for _ in range(100):
-        with socket.socket() as a:
-            a.bind(("127.0.0.1", 0))
-            base = a.getsockname()[1]
-            try:
-                with socket.socket() as b:
-                    b.bind(("127.0.0.1", base + 1))
-                return base
-            except OSError:
-                continue
-    raise RuntimeError("no free pair of ports")
-
-
 def test_topology_with_shard_ports(server_factory):
-    base = _free_port_pair()
+    base = free_port_pair()
     server = server_factory("keep-shardports", shard_port_base=base)
     c = BinConn(server.port)
     try:

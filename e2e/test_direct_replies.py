@@ -7,30 +7,13 @@ Shards are reached through their own ports (`--shard-port-base`) and keys are pl
 `--slot-hash crc16`, so each test knows which shard a connection is on and which owns a key."""
 from __future__ import annotations
 
-import socket
 import time
 
 from helpers.cluster import crc16_slot
 from helpers.resp import RawConnection, Reply, encode_command, encode_commands
+from helpers.server import free_port_pair
 
 SHARDS = 2
-
-
-def _free_port_pair() -> int:
-    for _ in range(50):
-        with socket.socket() as a:
-            a.bind(("127.0.0.1", 0))
-            base = a.getsockname()[1]
-        if base + 1 > 65535:
-            continue
-        try:
-            with socket.socket() as a, socket.socket() as b:
-                a.bind(("127.0.0.1", base))
-                b.bind(("127.0.0.1", base + 1))
-            return base
-        except OSError:
-            continue
-    raise RuntimeError("no free pair of ports")
 
 
 def _keys_of(shard: int, prefix: str, count: int) -> list[str]:
@@ -44,7 +27,7 @@ def _keys_of(shard: int, prefix: str, count: int) -> list[str]:
 
 
 def _server(server_factory, name: str):
-    base = _free_port_pair()
+    base = free_port_pair()
     server = server_factory(name, shards=SHARDS, shard_port_base=base, slot_hash="crc16",
                             enable_debug_command=True)
     return server, base

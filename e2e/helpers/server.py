@@ -74,6 +74,21 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def free_port_pair() -> int:
+    """A base port whose next port is free too (two shards listen on base and base + 1)."""
+    for _ in range(100):
+        with socket.socket() as a:
+            a.bind(("127.0.0.1", 0))
+            base = a.getsockname()[1]
+            try:
+                with socket.socket() as b:
+                    b.bind(("127.0.0.1", base + 1))
+                return base
+            except OSError:
+                continue
+    raise RuntimeError("no free pair of ports")
+
+
 class ServerStartError(Exception):
     pass
 
