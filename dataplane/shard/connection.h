@@ -81,16 +81,17 @@ struct Connection {
   size_t held_moved = 0;
   PendingQueue pending;   // replies owed by other shards, in request order
   uint32_t inflight = 0;  // envelopes and joins that still point at this connection
-  // Replies another shard is writing to this socket itself, and whether anything produced since
-  // waits for them (then that shard wakes this one when they are done: Shard::direct_waiters_).
-  uint32_t direct_inflight = 0;
+  // Another shard is writing a reply to this socket itself (at most one: only a request with
+  // nothing owed before it goes that way), and whether anything produced since waits for it (then
+  // that shard wakes this one when it is done: Shard::direct_waiters_).
+  bool direct_in_flight = false;
   bool awaits_direct = false;
   // Closed while another shard may still write to it: shut down, and closed once it is done, so
   // the descriptor cannot be reused for a new client in between.
   int lingering_fd = -1;
   uint32_t epoll_events = 0;       // the interest set registered now
   size_t accounted_bytes = 0;      // buffer capacity counted in the shard's memory use
-  bool closed = false;             // fd closed; freed when inflight drops to zero
+  bool closed = false;             // fd closed (or lingering); freed when inflight drops to zero
   bool close_after_flush = false;  // QUIT, protocol error, CLIENT KILL: read no more
   bool in_write_list = false;
   bool in_resume_list = false;

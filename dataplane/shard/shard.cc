@@ -581,13 +581,13 @@ void Shard::ProcessInput(Connection* conn, std::string_view data, bool from_scra
 
 std::string* Shard::ReplyTarget(Connection* conn) {
   MarkWrite(conn);
-  if (conn->direct_inflight > 0) AwaitDirect(conn);
+  if (conn->direct_in_flight) AwaitDirect(conn);
   if (conn->binary != nullptr) return &conn->binary->resp;
   return conn->pending.empty() ? &conn->out : &conn->held;
 }
 
 PendingReply* Shard::Owe(Connection* conn) {
-  if (conn->direct_inflight > 0) AwaitDirect(conn);
+  if (conn->direct_in_flight) AwaitDirect(conn);
   PendingReply* slot = NewSlot();
   if (conn->binary != nullptr) {
     BinaryDefer(conn, slot);
@@ -716,7 +716,7 @@ void Shard::Forward(Connection* conn, int target, std::span<const std::string_vi
   PendingReply* slot = Owe(conn);
   if (direct) {
     slot->direct = true;
-    ++conn->direct_inflight;
+    conn->direct_in_flight = true;
   }
   batch->waiting.push_back({conn, slot});
   ++stats_.cross_shard_requests;
@@ -924,7 +924,7 @@ void Shard::OnEnvelope(Envelope* envelope) {
 void Shard::RunBatch(Envelope* batch) {
   batch->replies.clear();
   batch->reply_ends.clear();
-  batch->wake_origin = false;
+  batch->wake_receiver = false;
   const std::string& bytes = batch->requests;
   size_t position = 0;
   // As for a connection's pipeline (ProcessInput): kRequestBatch requests at a time have their
@@ -983,14 +983,14 @@ void Shard::RunBatch(Envelope* batch) {
           stats_.net_output_bytes += sent;
           batch->replies.erase(start, static_cast<size_t>(sent));
         }
-        if (static_cast<size_t>(std::max<ssize_t>(sent, 0)) == length) {
+        if (sent == static_cast<ssize_t>(length)) {
           ++stats_.cross_shard_direct_replies;
         } else {
           // A full socket buffer or a broken connection: the origin sends the rest, or finds out.
-          batch->wake_origin = true;
+          batch->wake_receiver = true;
         }
       } else {
-        batch->wake_origin = true;
+        batch->wake_receiver = true;
       }
       batch->reply_ends.push_back(static_cast<uint32_t>(batch->replies.size()));
     }
@@ -1058,11 +1058,10 @@ void Shard::FlushOutbound() {
     while (pushed < queue.size()) {
       // Read before the push: from then on the envelope is the other shard's.
       const Envelope* envelope = queue[pushed];
-      const bool is_request = !envelope->is_reply;
-      const size_t requests = envelope->request_count();
-      const bool wanted = is_request || envelope->gather != nullptr || envelope->wake_origin;
+      const size_t requests = envelope->is_reply ? 0 : envelope->request_count();
+      const bool wanted = envelope->wake_receiver;
       if (!ring.Push(queue[pushed])) break;
-      if (is_request) unsent_forwards_[target] -= requests;
+      unsent_forwards_[target] -= requests;
       wake = wake || wanted;
       ++pushed;
     }
@@ -1115,7 +1114,7 @@ void Shard::AwaitDirect(Connection* conn) {
 }
 
 void Shard::DirectDone(Connection* conn) {
-  if (--conn->direct_inflight > 0) return;
+  conn->direct_in_flight = false;
   if (conn->awaits_direct) {
     conn->awaits_direct = false;
     direct_waiters_.fetch_sub(1, std::memory_order_relaxed);
@@ -1219,7 +1218,7 @@ void Shard::Close(Connection* conn, const char* reason) {
   // Its input buffer may go while a batch parsed from it is still executing.
   store_.ForgetKeyHashes();
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, conn->fd, nullptr);
-  if (conn->direct_inflight > 0) {
+  if (conn->direct_in_flight) {
     shutdown(conn->fd, SHUT_RDWR);
     conn->lingering_fd = conn->fd;
   } else {
@@ -1400,7 +1399,7 @@ void Shard::Recycle(Envelope* envelope) {
                 envelope->waiting.size() * sizeof(Forwarded),
                 envelope->reply_ends.size() * sizeof(uint32_t)});
   envelope->is_reply = false;
-  envelope->wake_origin = true;
+  envelope->wake_receiver = true;
   envelope->gather = nullptr;
   envelope->requests.clear();
   envelope->waiting.clear();

@@ -55,8 +55,9 @@ struct Envelope {
   std::vector<Forwarded> waiting;    // origin only: where each reply goes, in request order
   std::string replies;               // written by the target
   std::vector<uint32_t> reply_ends;  // written by the target: where each reply ends in `replies`
-  // Written by the target: some reply must still be written by the origin, so waking it pays.
-  bool wake_origin = true;
+  // Whether pushing this envelope wakes the shard it goes to: always, but for a batch's replies
+  // that were all written to their sockets by the target (RunBatch), which have nothing to send.
+  bool wake_receiver = true;
 
   // One part of a split or broadcast request.
   Gather* gather = nullptr;
