@@ -98,7 +98,9 @@ struct CommandContext {
   int shard_index = 0;
   int shard_count = 1;
   uint64_t caller_id = 0;  // the id of the client that sent the request (CLIENT KILL SKIPME)
-  // kSingleKey: the slot of the request's keys, and the owning shard's per-slot state.
+  // kSingleKey: the slot of the request's keys (UINT32_MAX, commands::kNoSlot, when nothing
+  // needed it to route: one shard outside a cluster; slot_of gives it), and the owning shard's
+  // per-slot state.
   uint32_t slot = 0;
   core::SlotTable* slots = nullptr;
   // Cluster mode: this shard's view for the turn (nullptr on a single node), and the slot

@@ -13,6 +13,7 @@
 
 #include "dataplane/commands/command_table.h"
 #include "dataplane/commands/family_util.h"
+#include "dataplane/commands/plan.h"
 #include "dataplane/commands/string_util.h"
 
 namespace keep::commands {
@@ -86,7 +87,9 @@ void Lock(CommandContext& ctx) {
   std::string_view owner = ctx.args[2];
   int64_t ttl_ms;
   if (!LockTtlOrReply(ctx, ctx.args[3], "lock", &ttl_ms)) return;
-  core::SlotState& slot = (*ctx.slots)[ctx.slot];
+  // On one shard outside a cluster the planner leaves the slot to the commands that need it.
+  const uint32_t slot_index = ctx.slot != kNoSlot ? ctx.slot : (*ctx.slot_of)(key);
+  core::SlotState& slot = (*ctx.slots)[slot_index];
   if (ctx.now_ms < slot.lock_quarantine_until_ms) {
     // A lock granted by a crashed former owner of this slot may still be held (design §3.5).
     std::string message = "TRYAGAIN lock quarantine in effect for this slot, retry in ";

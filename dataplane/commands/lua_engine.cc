@@ -1056,7 +1056,8 @@ bool LuaEngine::Call(lua_State* lua) {
                        .shard_count = outer.shard_count,
                        .caller_id = outer.caller_id,
                        .slot = outer.slot,
-                       .slots = outer.slots};
+                       .slots = outer.slots,
+                       .slot_of = outer.slot_of};
   spec->handler(inner);
   PushReply(lua, out, 0);
   return !out.empty() && out[0] == '-';

@@ -46,7 +46,7 @@ uint64_t NextScanCursor(uint64_t next_position, int shard, int shard_count) {
 
 void PlanRequest(const CommandTable& table, std::span<const std::string_view> args,
                  const core::SlotFunction& slot_of, int shard_count, RoutePlan* plan,
-                 uint32_t arg1_slot) {
+                 uint32_t arg1_slot, bool want_slot) {
   plan->Reset();
   const CommandSpec* spec = table.Find(args[0]);
   if (spec == nullptr) {
@@ -67,10 +67,17 @@ void PlanRequest(const CommandTable& table, std::span<const std::string_view> ar
     case Routing::kSingleKey: {
       size_t last = spec->key_count != nullptr ? spec->first_key + spec->key_count(args) - 1
                                                : LastKeyIndex(*spec, args.size());
+      const auto second_key = static_cast<size_t>(spec->first_key + spec->key_step);
+      const bool several_keys = second_key <= last && second_key < args.size();
+      if (shard_count == 1 && !several_keys && !want_slot && arg1_slot == kNoSlot) {
+        // One shard, one key, no cluster: nothing here depends on its slot.
+        plan->slot = kNoSlot;
+        plan->shard = 0;
+        return;
+      }
       uint32_t slot =
           spec->first_key == 1 && arg1_slot != kNoSlot ? arg1_slot : slot_of(args[spec->first_key]);
-      for (size_t i = spec->first_key + spec->key_step; i <= last && i < args.size();
-           i += spec->key_step) {
+      for (size_t i = second_key; i <= last && i < args.size(); i += spec->key_step) {
         if (slot_of(args[i]) != slot) {
           plan->error = std::string(errors::kCrossSlot);
           return;

@@ -89,6 +89,22 @@ TEST_F(PlanTest, SingleKeyRouting) {
   EXPECT_EQ(Plan({"GET", "123456789"}, 5).shard, 12739 % 5);
 }
 
+TEST_F(PlanTest, SlotOnlyWhenSomethingDependsOnIt) {
+  // One shard, one key, no cluster: nothing routes on the slot, so it is not computed.
+  EXPECT_EQ(Plan({"GET", "123456789"}, 1).error, "");
+  EXPECT_EQ(plan_.shard, 0);
+  EXPECT_EQ(plan_.slot, kNoSlot);
+  // A cluster member checks that it serves the slot.
+  std::vector<std::string_view> get = {"GET", "123456789"};
+  PlanRequest(table_, get, slot_of_, 1, &plan_, kNoSlot, /*want_slot=*/true);
+  EXPECT_EQ(plan_.slot, 12739u);
+  // Several shards route on it; several keys are checked against one another even on one shard.
+  EXPECT_EQ(Plan({"GET", "123456789"}, 2).slot, 12739u);
+  EXPECT_EQ(Plan({"RENAME", "a", "b"}, 1).error,
+            "CROSSSLOT Keys in request don't hash to the same slot");
+  EXPECT_EQ(Plan({"RENAME", "{123456789}a", "{123456789}b"}, 1).slot, 12739u);
+}
+
 TEST_F(PlanTest, CrossSlot) {
   const std::string cross = "CROSSSLOT Keys in request don't hash to the same slot";
   EXPECT_EQ(Plan({"RENAME", "a", "b"}).error, cross);

@@ -124,7 +124,7 @@ std::string CommandFixture::Execute(const std::vector<std::string>& args, int re
   if (args.empty()) return out;
   std::vector<std::string_view> views(args.begin(), args.end());
   proto::ReplyWriter reply(&out, resp_version);
-  PlanRequest(table_, views, slot_of_, shard_count(), &plan_);
+  PlanRequest(table_, views, slot_of_, shard_count(), &plan_, kNoSlot, view_ != nullptr);
   if (!plan_.error.empty()) {
     reply.Error(plan_.error);
     return out;

@@ -519,17 +519,17 @@ void Shard::ProcessInput(Connection* conn, std::string_view data, bool from_scra
                           position, commands::kNoSlot};
       if (is_inline) break;
     }
-    // Only keys this shard owns are worth fetching: the slot that tells is computed once, here,
-    // and handed to PlanRequest.
+    // Only keys this shard owns are worth fetching: with several shards the slot that tells is
+    // computed once, here, and handed to PlanRequest.
     size_t keys = 0;
     for (int i = 0; i < parsed; ++i) {
       if (batch_[i].arg_count < 2) continue;
       const std::string_view key = batch_args_[batch_[i].first_arg + 1];
-      batch_[i].arg1_slot = group_->slot_function()(key);
-      if (options_.count == 1 ||
-          commands::ShardOfSlot(batch_[i].arg1_slot, options_.count) == options_.index) {
-        batch_keys_[keys++] = key;
+      if (options_.count > 1) {
+        batch_[i].arg1_slot = group_->slot_function()(key);
+        if (commands::ShardOfSlot(batch_[i].arg1_slot, options_.count) != options_.index) continue;
       }
+      batch_keys_[keys++] = key;
     }
     store_.PrefetchKeys(std::span(batch_keys_.data(), keys));
     for (int i = 0; i < parsed; ++i) {
@@ -610,7 +610,8 @@ void Shard::Dispatch(Connection* conn, std::span<const std::string_view> args, u
         .Error("NOAUTH Authentication required.");
     return;
   }
-  commands::PlanRequest(table_, args, group_->slot_function(), options_.count, &plan_, arg1_slot);
+  commands::PlanRequest(table_, args, group_->slot_function(), options_.count, &plan_, arg1_slot,
+                        view_ != nullptr);
   // As Redis: the command's own name, or NULL after an unknown one.
   conn->client.last_command = plan_.spec != nullptr ? plan_.spec->name : std::string_view();
   if (!plan_.error.empty()) {
