@@ -16,6 +16,11 @@ void ReplaceNewlines(std::string* out, size_t from) {
   }
 }
 
+constexpr char kDigitPairs[] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
 }  // namespace
 
 void ReplyWriter::Header(char type, int64_t value) {
@@ -56,14 +61,37 @@ void ReplyWriter::Bulk(std::string_view bytes) {
     out_->append("\r\n", 2);
     return;
   }
-  // One resize and three copies instead of three appends (the most common reply of all).
+  // One resize and the copies instead of three appends (the most common reply of all). Values
+  // under 10000 bytes have their length written digit by digit: std::to_chars was a third of
+  // this function's instructions.
+  const size_t length = bytes.size();
+  const size_t digits = length < 10      ? 1
+                        : length < 100   ? 2
+                        : length < 1000  ? 3
+                        : length < 10000 ? 4
+                                         : 0;
   char header[24];
   header[0] = '$';
-  char* header_end = std::to_chars(header + 1, header + sizeof(header), bytes.size()).ptr;
-  const auto header_size = static_cast<size_t>(header_end - header);
-  out_->resize(old_size + header_size + 2 + bytes.size() + 2);
+  const size_t header_size =
+      digits != 0 ? 1 + digits
+                  : static_cast<size_t>(
+                        std::to_chars(header + 1, header + sizeof(header), length).ptr - header);
+  out_->resize(old_size + header_size + 2 + length + 2);
   char* at = out_->data() + old_size;
-  std::memcpy(at, header, header_size);
+  if (digits != 0) {
+    at[0] = '$';
+    if (digits <= 2) {
+      if (digits == 1) at[1] = static_cast<char>('0' + length);
+      if (digits == 2) std::memcpy(at + 1, kDigitPairs + 2 * length, 2);
+    } else {
+      // The last two digits, then the one or two before them.
+      std::memcpy(at + digits - 1, kDigitPairs + 2 * (length % 100), 2);
+      if (digits == 3) at[1] = static_cast<char>('0' + length / 100);
+      if (digits == 4) std::memcpy(at + 1, kDigitPairs + 2 * (length / 100), 2);
+    }
+  } else {
+    std::memcpy(at, header, header_size);
+  }
   at += header_size;
   at[0] = '\r';
   at[1] = '\n';

@@ -83,6 +83,16 @@ TEST(ReplyWriter, Bulk) {
   ExpectBoth(Both([&](ReplyWriter& w) { w.Bulk(big); }), big_reply, big_reply);
 }
 
+TEST(ReplyWriter, BulkLengthAtEveryDigitCount) {
+  for (size_t length : {0, 1, 9, 10, 11, 99, 100, 128, 999, 1000, 4096, 9999, 10000, 10001,
+                        123456, 1048576}) {
+    const std::string value(length, 'v');
+    std::string out = "x";  // after earlier output, as in a pipeline
+    ReplyWriter(&out, 2).Bulk(value);
+    EXPECT_EQ(out, "x$" + std::to_string(length) + "\r\n" + value + "\r\n") << length;
+  }
+}
+
 TEST(ReplyWriter, BulkOfBytesInsideItsOwnBufferSurvivesTheBufferGrowing) {
   std::string out = "+PONG\r\n";
   out.shrink_to_fit();
