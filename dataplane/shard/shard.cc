@@ -93,6 +93,15 @@ struct ForwardHeader {
 };
 static_assert(std::has_unique_object_representations_v<ForwardHeader>);
 
+// An envelope's buffers were last written on another core: asking for all of their lines at
+// once overlaps the transfers instead of taking them one miss at a time as the bytes are read.
+void PrefetchShared(const void* data, size_t size) {
+  constexpr size_t kMaxPrefetchBytes = 16 * 1024;
+  const char* p = static_cast<const char*>(data);
+  const size_t end = std::min(size, kMaxPrefetchBytes);
+  for (size_t offset = 0; offset < end; offset += 64) __builtin_prefetch(p + offset);
+}
+
 // epoll data for things that are not connections: small integers never valid as pointers.
 constexpr uint64_t kWakeTag = 1;
 constexpr uint64_t kListenTagBase = 16;
@@ -927,6 +936,7 @@ void Shard::RunBatch(Envelope* batch) {
   batch->reply_ends.clear();
   batch->wake_receiver = false;
   const std::string& bytes = batch->requests;
+  PrefetchShared(bytes.data(), bytes.size());
   size_t position = 0;
   // As for a connection's pipeline (ProcessInput): kRequestBatch requests at a time have their
   // keys' table groups, then records, fetched before any executes, so the cache misses overlap.
@@ -1000,6 +1010,8 @@ void Shard::RunBatch(Envelope* batch) {
 }
 
 void Shard::DeliverBatch(Envelope* batch) {
+  PrefetchShared(batch->reply_ends.data(), batch->reply_ends.size() * sizeof(uint32_t));
+  PrefetchShared(batch->replies.data(), batch->replies.size());
   uint32_t start = 0;
   for (size_t i = 0; i < batch->waiting.size(); ++i) {
     const auto [conn, slot] = batch->waiting[i];
