@@ -18,7 +18,8 @@
 # BENCH_THREADS (1), WORKLOADS (space-separated subset of the names below), SERVERS (subset of
 # redis keep keep2 floor floor2 peer), BIN (build/bin), KEEP_SERVER, KEEP_BENCH, KEEP_FLOOR,
 # REDIS_SERVER (/usr/bin/redis-server), PEER_SERVER, PEER_ARGS (extra arguments for it),
-# PEER_LABEL (its name in the table).
+# PEER_LABEL (its name in the table), REFERENCE (the server the RATIO lines divide by: redis, or
+# keep when comparing two builds of Keep without redis-server).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -154,6 +155,7 @@ flushall() {
 json_get() { grep -o "\"$1\":[^,}]*" "$2" | head -n1 | cut -d: -f2- | tr -d '"'; }
 
 SERVERS=${SERVERS:-redis keep keep2 floor floor2${PEER_SERVER:+ peer}}
+REFERENCE=${REFERENCE:-redis}
 for s in $SERVERS; do
   case $s in
     redis) start_server redis redis-server "$REDIS_SERVER" --save "" --appendonly no \
@@ -319,15 +321,16 @@ has() { [[ " ${STARTED[*]} " == *" $1 "* ]]; }
 for entry in "${WORKLOAD_TABLE[@]}"; do
   IFS='|' read -r wl _ _ floor_ok <<<"$entry"
   selected "$wl" || continue
-  has redis || continue
+  has "$REFERENCE" || continue
   for metric in "${METRICS[@]}"; do
-    r=$(value "$wl" redis "$metric")
+    r=$(value "$wl" "$REFERENCE" "$metric")
     for name in keep keep2 peer; do
-      has "$name" || continue
+      has "$name" && [[ $name != "$REFERENCE" ]] || continue
       k=$(value "$wl" "$name" "$metric")
-      echo "RATIO $wl $metric $name=$k redis=$r $name/redis=$(ratio "$k" "$r")"
+      echo "RATIO $wl $metric $name=$k $REFERENCE=$r $name/$REFERENCE=$(ratio "$k" "$r")"
     done
   done
+  has redis || continue
   r=$(value "$wl" redis cpu_us_per_req)
   for name in floor floor2; do
     has "$name" && runs_on "$name" "$floor_ok" || continue
