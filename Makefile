@@ -15,7 +15,7 @@ DEB_PACKAGES := cmake ninja-build g++ clang libclang-rt-14-dev clang-format pkg-
   libgtest-dev libgmock-dev libbenchmark-dev libabsl-dev libxxhash-dev libssl-dev \
   libboost-dev nlohmann-json3-dev libtomlplusplus-dev libluajit-5.1-dev \
   redis-server redis-tools prometheus prometheus-cpp-dev python3 python3-redis python3-pytest \
-  procps iproute2 iptables openssl util-linux curl libcpprest-dev libyaml-cpp-dev
+  procps iproute2 iptables openssl util-linux curl libcpprest-dev libyaml-cpp-dev liburing-dev
 
 .PHONY: all deps build build-asan build-fuzz run test unit asan fuzz e2e e2e-k8s bench format clean
 

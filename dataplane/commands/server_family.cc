@@ -140,7 +140,9 @@ void CombineInfo(const CombineInput& input, proto::ReplyWriter& reply) {
     Line(&out, "redis_mode", facts.cluster_enabled ? "cluster" : "standalone");
     Line(&out, "os", std::string(name.sysname) + " " + name.release + " " + name.machine);
     Line(&out, "arch_bits", "64");
-    Line(&out, "multiplexing_api", "epoll");
+    // Readiness from epoll; the reads and writes themselves batched through io_uring where the
+    // kernel allows it (every shard, or none: they share one kernel).
+    Line(&out, "multiplexing_api", stats.io_uring_shards > 0 ? "epoll+io_uring" : "epoll");
     Line(&out, "process_id", static_cast<uint64_t>(facts.pid));
     Line(&out, "run_id", facts.run_id);
     Line(&out, "tcp_port", static_cast<uint64_t>(facts.tcp_port));
@@ -209,6 +211,7 @@ void CombineInfo(const CombineInput& input, proto::ReplyWriter& reply) {
     Line(&out, "keyspace_misses", stats.keyspace_misses);
     Line(&out, "cross_shard_requests", stats.cross_shard_requests);
     Line(&out, "cross_shard_direct_replies", stats.cross_shard_direct_replies);
+    Line(&out, "socket_system_calls", stats.socket_system_calls);
     Line(&out, "pubsub_dropped_events", stats.pubsub_dropped_events);
     Line(&out, "eventloop_cycles", stats.eventloop_cycles);
     Line(&out, "eventloop_duration_sum", stats.eventloop_duration_sum_us);

@@ -33,6 +33,10 @@ struct ShardStats {
   uint64_t net_output_bytes = 0;
   uint64_t cross_shard_requests = 0;
   uint64_t cross_shard_direct_replies = 0;
+  // Socket reads and writes (SocketBatch): shards making them through io_uring (1 each), and the
+  // system calls they took (one per batch on io_uring, one per read or write without).
+  uint64_t io_uring_shards = 0;
+  uint64_t socket_system_calls = 0;
   uint64_t keyspace_hits = 0;
   uint64_t keyspace_misses = 0;
   uint64_t client_output_buffer_bytes = 0;

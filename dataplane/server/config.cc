@@ -159,6 +159,15 @@ const std::vector<Setting>& Settings() {
       {"maxmemory", Kind::kSize,
        "memory cap over all shards (split evenly), e.g. 4gb; 0 = no cap (default 0)",
        IntField("maxmemory", &Config::maxmemory, 0, int64_t{1} << 50, true)},
+      {"io-uring", Kind::kBool,
+       "batch each turn's socket reads and writes in one io_uring call each; falls back to plain "
+       "calls where the kernel refuses io_uring (default yes)",
+       [](Config& c, std::string_view v) -> std::string {
+         auto value = ParseBool(v);
+         if (!value) return Bad("io-uring", v, "yes or no");
+         c.io_uring = *value;
+         return "";
+       }},
       {"enable-debug-command", Kind::kBool, "allow DEBUG (POPULATE, SLEEP, ...) (default off)",
        [](Config& c, std::string_view v) -> std::string {
          auto value = ParseBool(v);

@@ -32,6 +32,7 @@ struct Config {
   int64_t client_output_buffer_limit = 256ll * 1024 * 1024;
   int64_t timeout_seconds = 0;  // idle client timeout, 0: never
   bool enable_debug_command = false;
+  bool io_uring = true;  // --io-uring: SocketBatch on io_uring where the kernel allows it
   int64_t max_lock_ttl_ms = 60000;   // longest lease LOCK grants
   int64_t lua_time_limit_ms = 5000;  // a script running longer is aborted
   std::string requirepass;           // from KEEP_REQUIREPASS or --requirepass-file only

@@ -164,6 +164,7 @@ int RunServer(const std::vector<std::string>& argv, const std::vector<std::strin
     options.binary_limits.max_value_size = std::min<size_t>(
         options.binary_limits.max_value_size, static_cast<size_t>(config.proto_max_bulk_len));
     options.command_limits.enable_debug_command = config.enable_debug_command;
+    options.io_uring = config.io_uring;
     options.command_limits.max_lock_ttl_ms = config.max_lock_ttl_ms;
     options.command_limits.lua_time_limit_ms = config.lua_time_limit_ms;
     options.client_output_buffer_limit = config.client_output_buffer_limit;

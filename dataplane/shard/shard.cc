@@ -28,9 +28,11 @@ namespace keep::shard {
 namespace {
 
 constexpr size_t kReadSize = 64 * 1024;
-// A turn reads every ready connection into one buffer of this size before executing any (see
-// Turn), so each read still gets a kReadSize window: 4 in a row, far more at small reads.
-constexpr size_t kTurnInputSize = 4 * kReadSize;
+// A turn reads every ready connection before executing any (see Turn): those without held input
+// read into one buffer, each into a window of its own of kScratchReadSize, all in one batch
+// (SocketBatch); a connection with more to send is read again next turn, into its own buffer.
+constexpr size_t kScratchReadSize = 16 * 1024;
+constexpr size_t kTurnInputSize = 64 * kScratchReadSize;
 // A pending large bulk may be read in bigger steps: it is one request, so fairness is unharmed.
 constexpr size_t kLargeReadSize = 1024 * 1024;
 constexpr int kMaxEvents = 256;
@@ -176,6 +178,7 @@ Shard::Shard(ShardGroup* group, ShardOptions options)
       table_(commands::CommandTable::Default()),
       metrics_(group->metrics().shard(options_.index)),
       scratch_(std::make_unique_for_overwrite<char[]>(kTurnInputSize)),
+      sockets_(kMaxEvents, options_.io_uring),
       random_state_(0x9e3779b97f4a7c15ull * (options_.index + 1) ^ core::MonotonicNanos()),
       background_ticks_(static_cast<uint64_t>(telemetry::CycleClock::TicksPerSecond() *
                                               kBackgroundWorkUs / 1e6)) {
@@ -307,11 +310,15 @@ void Shard::Turn(int timeout_ms) {
     auto* conn = reinterpret_cast<Connection*>(events[i].data.ptr);
     if (conn->closed) continue;
     if (events[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
-      if (scratch_used_ + kReadSize > kTurnInputSize) RunReadInput();
+      if (scratch_used_ + kScratchReadSize > kTurnInputSize || sockets_.full()) {
+        FinishReads();
+        RunReadInput();
+      }
       OnReadable(conn);
     }
     if (!conn->closed && (events[i].events & EPOLLOUT)) MarkWrite(conn);
   }
+  FinishReads();
   RunReadInput();
 
   // Connections with input they already hold: paused ones that may go on, and ones that used up
@@ -423,26 +430,40 @@ void Shard::OnReadable(Connection* conn) {
   }
   // It still holds input it had no turn for: that goes first, this turn's resume pass runs it.
   if (conn->in_resume_list) return;
-  bool use_scratch = conn->in.empty();
-  size_t want = kReadSize;
+  const bool use_scratch = conn->in.empty();
+  size_t want = use_scratch ? kScratchReadSize : kReadSize;
   if (!use_scratch && conn->parse_needed > conn->in.size() + kReadSize) {
     want = std::min(conn->parse_needed - conn->in.size(), kLargeReadSize);
   }
   char* target = use_scratch ? scratch_.get() + scratch_used_ : conn->in.PrepareWrite(want);
-  ssize_t n = recv(conn->fd, target, want, 0);
+  if (use_scratch) scratch_used_ += want;  // the window is this read's until the batch has run
+  sockets_.Recv(conn->fd, target, want);
+  pending_reads_.push_back({conn, target});
+}
+
+void Shard::FinishReads() {
+  std::span<const ssize_t> results = sockets_.Run();
+  for (size_t i = 0; i < results.size(); ++i) {
+    const auto [conn, target] = pending_reads_[i];
+    if (!conn->closed) FinishRead(conn, target, results[i]);
+  }
+  pending_reads_.clear();
+}
+
+void Shard::FinishRead(Connection* conn, char* target, ssize_t n) {
   if (n == 0) {
     Close(conn, nullptr);
     return;
   }
   if (n < 0) {
-    if (errno == EAGAIN || errno == EINTR) return;
+    if (n == -EAGAIN || n == -EINTR) return;
     Close(conn, nullptr);
     return;
   }
   stats_.net_input_bytes += n;
   conn->client.last_interaction_ms = now_ms_;
+  const bool use_scratch = target >= scratch_.get() && target < scratch_.get() + kTurnInputSize;
   if (use_scratch) {
-    scratch_used_ += n;
     read_input_.push_back({conn, std::string_view(target, n), true});
   } else {
     conn->in.Commit(n);
@@ -1147,30 +1168,43 @@ void Shard::MarkWrite(Connection* conn) {
 
 void Shard::WriteAll() {
   // Write may close connections, which only marks them; the list holds no dangling pointers
-  // because closed connections are freed only when nothing points at them (zombies_).
-  for (size_t i = 0; i < write_list_.size(); ++i) {
-    Connection* conn = write_list_[i];
-    conn->in_write_list = false;
-    if (conn->closed) continue;
-    // A pipeline whose next reply is still on another shard: its arrival (next turn) marks the
-    // connection again, and one send then carries the whole batch instead of the ready prefix
-    // now and the rest then — half the sends, and the client's reads, for a pipeline that hops.
-    if (!conn->pending.empty() && !conn->pending.front()->ready &&
-        conn->unsent() < kDeferredOutputBytes) {
-      continue;
+  // because closed connections are freed only when nothing points at them (zombies_). The sends
+  // of a batch of connections go out together (SocketBatch); what the bookkeeping after them
+  // adds to the list goes in the next batch.
+  size_t next = 0;
+  while (next < write_list_.size()) {
+    writes_.clear();
+    for (; next < write_list_.size() && !sockets_.full(); ++next) {
+      Connection* conn = write_list_[next];
+      conn->in_write_list = false;
+      if (conn->closed) continue;
+      // A pipeline whose next reply is still on another shard: its arrival (next turn) marks the
+      // connection again, and one send then carries the whole batch instead of the ready prefix
+      // now and the rest then — half the sends, and the client's reads, for a pipeline that hops.
+      if (!conn->pending.empty() && !conn->pending.front()->ready &&
+          conn->unsent() < kDeferredOutputBytes) {
+        continue;
+      }
+      const size_t unsent = conn->unsent();
+      if (unsent > 0) sockets_.Send(conn->fd, conn->out.data() + conn->out_sent, unsent);
+      writes_.push_back({conn, unsent > 0});
     }
-    Write(conn);
+    std::span<const ssize_t> results = sockets_.Run();
+    size_t result = 0;
+    for (const auto& [conn, sent] : writes_) {
+      const ssize_t n = sent ? results[result++] : 0;
+      if (!conn->closed) Write(conn, n);
+    }
   }
+  writes_.clear();
   write_list_.clear();
 }
 
-void Shard::Write(Connection* conn) {
+void Shard::Write(Connection* conn, ssize_t n) {
   bool was_paused = InputPaused(conn);
-  size_t unsent = conn->unsent();
-  if (unsent > 0) {
-    ssize_t n = send(conn->fd, conn->out.data() + conn->out_sent, unsent, MSG_NOSIGNAL);
+  if (n != 0) {
     if (n < 0) {
-      if (errno != EAGAIN && errno != EINTR) {
+      if (n != -EAGAIN && n != -EINTR) {
         Close(conn, nullptr);
         return;
       }
@@ -1501,6 +1535,8 @@ void Shard::CollectStats(commands::ShardStats* stats) {
     stats->class_expired[c] = class_stats.expired;
   }
   stats->dataset_bytes = store_.LogicalBytes();
+  stats->io_uring_shards = sockets_.io_uring() ? 1 : 0;
+  stats->socket_system_calls = sockets_.system_calls();
   stats->expiry_lag_ms = static_cast<uint64_t>(std::max<int64_t>(0, store_.ExpiryLagMs()));
   uint64_t output = 0;
   uint64_t input = 0;

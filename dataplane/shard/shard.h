@@ -22,6 +22,7 @@
 #include "dataplane/core/slot_state.h"
 #include "dataplane/core/store.h"
 #include "dataplane/shard/connection.h"
+#include "dataplane/shard/socket_batch.h"
 #include "dataplane/shard/spsc_ring.h"
 #include "telemetry/cycle_clock.h"
 #include "telemetry/shard_metrics.h"
@@ -106,6 +107,7 @@ struct ShardOptions {
   int64_t client_query_buffer_limit = 1024ll * 1024 * 1024;
   proto::binary::Limits binary_limits;
   core::KeyClassTable key_classes;
+  bool io_uring = true;  // SocketBatch: io_uring where the kernel allows it
 };
 
 class Shard final : public commands::ShardServices {
@@ -147,7 +149,11 @@ class Shard final : public commands::ShardServices {
   void Turn(int timeout_ms);
   void Accept(int listen_fd);
   // Reads what a ready connection sent; RunReadInput then executes what the turn's reads brought.
+  // Queues a read of a ready connection in sockets_; FinishReads makes the batch's reads and
+  // hands what they brought to read_input_ (FinishRead), RunReadInput executes it.
   void OnReadable(Connection* conn);
+  void FinishReads();
+  void FinishRead(Connection* conn, char* target, ssize_t n);
   void RunReadInput();
   void ProcessInput(Connection* conn, std::string_view data, bool from_scratch);
   // `arg1_slot`: the slot of args[1] if already computed (see commands::PlanRequest).
@@ -184,7 +190,8 @@ class Shard final : public commands::ShardServices {
   // A reply another shard wrote directly (or tried to) is back.
   void DirectDone(Connection* conn);
   void WriteAll();
-  void Write(Connection* conn);
+  // What follows a connection's send (`n`: its result, 0 when it had nothing to send).
+  void Write(Connection* conn, ssize_t n);
   bool InputPaused(const Connection* conn) const;
   // Input is read and executed: not closed, not closing, not paused.
   bool Admitting(const Connection* conn) const;
@@ -283,6 +290,18 @@ class Shard final : public commands::ShardServices {
     bool from_scratch;
   };
   std::vector<ReadInput> read_input_;
+  // Each turn's socket reads, then its writes, made together (one io_uring call per batch).
+  SocketBatch sockets_;
+  struct PendingRead {
+    Connection* conn;
+    char* target;  // in scratch_ (a window of kScratchReadSize) or in the connection's buffer
+  };
+  std::vector<PendingRead> pending_reads_;
+  struct PendingWrite {
+    Connection* conn;
+    bool sent;  // a send was queued (else the connection had nothing to send)
+  };
+  std::vector<PendingWrite> writes_;
 
   const cluster::View* view_ = nullptr;  // this turn's view (cluster mode)
   uint64_t applied_epoch_ = 0;
