@@ -87,6 +87,7 @@ enum class ShardValue : size_t {
   kNetOutputBytes,
   kCrossShardRequests,
   kCrossShardDirectReplies,
+  kSocketSystemCalls,
   kKeyspaceHits,
   kKeyspaceMisses,
   kClientOutputBufferBytes,

@@ -1381,6 +1381,7 @@ void Shard::PublishMetrics() {
   metrics_.Publish(ShardValue::kNetOutputBytes, stats.net_output_bytes);
   metrics_.Publish(ShardValue::kCrossShardRequests, stats.cross_shard_requests);
   metrics_.Publish(ShardValue::kCrossShardDirectReplies, stats.cross_shard_direct_replies);
+  metrics_.Publish(ShardValue::kSocketSystemCalls, stats.socket_system_calls);
   metrics_.Publish(ShardValue::kKeyspaceHits, stats.keyspace_hits);
   metrics_.Publish(ShardValue::kKeyspaceMisses, stats.keyspace_misses);
   metrics_.Publish(ShardValue::kClientOutputBufferBytes, stats.client_output_buffer_bytes);
