@@ -1,24 +1,24 @@
 #!/usr/bin/env bash
 # What the request-path metrics cost: keep-server as built (per-command counters and latency
-# histograms on) against the same server built with -DKEEP_METRICS=OFF, one shard each, through
-# compare.sh (so both run in the same rounds, A B A B; redis-server is not needed here). Prints
+# histograms on) against the same server with them compiled out (keep-server-nometrics, built
+# beside it by `make build`), one shard each, through compare.sh (so both run in the same rounds,
+# A B A B; redis-server is not needed here). Prints
 #   RATIO metrics_cost <workload> cpu_us_per_req on=<v> off=<v> on/off=<x>
-# Settings: as compare.sh; NOMETRICS_DIR (build-nometrics) is where the second build goes.
+# Settings: as compare.sh (BIN, build/bin, holds both servers).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-NOMETRICS_DIR=${NOMETRICS_DIR:-$ROOT/build-nometrics}
-CCACHE=$(command -v ccache || true)
-if [[ ! -f $NOMETRICS_DIR/build.ninja ]]; then
-  cmake -S "$ROOT" -B "$NOMETRICS_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKEEP_METRICS=OFF \
-    -DKEEP_BENCH=OFF ${CCACHE:+-DCMAKE_CXX_COMPILER_LAUNCHER=ccache} >/dev/null
+BIN=${BIN:-$ROOT/build/bin}
+NOMETRICS_SERVER=$BIN/keep-server-nometrics
+if [[ ! -x $NOMETRICS_SERVER ]]; then
+  echo "metrics_cost.sh: $NOMETRICS_SERVER is missing: run make build first" >&2
+  exit 1
 fi
-cmake --build "$NOMETRICS_DIR" -j "$(nproc)" --target keep-server >/dev/null
 
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 # Only the two builds run (no redis-server): their RATIO lines divide one by the other.
-SERVERS="keep peer" REFERENCE=keep PEER_SERVER="$NOMETRICS_DIR/bin/keep-server" \
+SERVERS="keep peer" REFERENCE=keep PEER_SERVER="$NOMETRICS_SERVER" \
   PEER_ARGS="--bind 127.0.0.1 --shards 1" PEER_LABEL="keep 1 shard, metrics off" \
   WORKLOADS=${WORKLOADS:-"get_p1 get_p16 set_p16"} "$ROOT/bench/compare.sh" | tee "$out"
 

@@ -8,14 +8,16 @@ from each request's intended send time, so a stalled server shows its whole queu
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import threading
 import time
+import urllib.request
 
 import pytest
 from helpers.clients import make_client
-from helpers.server import keep_bin
+from helpers.server import ServerProcess, free_port, keep_bin
 
 pytestmark = [pytest.mark.keep_only, pytest.mark.timeout(60)]
 
@@ -124,3 +126,35 @@ def test_binary_open_loop_bad_input(keep_server):
         assert r.returncode == 1, (args, r.stderr)
         assert text in r.stderr.decode(), (args, r.stderr)
         assert r.stdout == b""
+
+
+def test_metrics_off_server_answers_without_counting(server_log_dir):
+    """bench/metrics_cost.sh's 'off' side, keep-server-nometrics, is keep-server with only the
+    request-path counting compiled out: it answers the same, and its /metrics counts no command
+    where keep-server's counts every one."""
+    off = keep_bin().parent / "keep-server-nometrics"
+    assert off.exists(), f"{off} is not built (make build)"
+    counted = {}
+    for binary in (keep_bin(), off):
+        admin_port = free_port()
+        server = ServerProcess(binary, server_log_dir, f"metrics-{binary.name}", shards=1,
+                               options={"admin-port": admin_port})
+        server.start()
+        try:
+            client = make_client(server)
+            assert client.set("k", "v")
+            for _ in range(20):
+                assert client.get("k") == b"v"
+            client.close()
+            with urllib.request.urlopen(f"http://{server.host}:{admin_port}/metrics",
+                                        timeout=5) as response:
+                text = response.read().decode()
+            counted[binary.name] = sum(
+                float(value) for value in re.findall(
+                    r'^keep_commands_total\{[^}]*command="get"[^}]*\} (\S+)$', text, re.M))
+            server.stop()
+            server.check_clean_exit()
+        finally:
+            server._kill_quietly()
+    assert counted[keep_bin().name] == 20
+    assert counted["keep-server-nometrics"] == 0
