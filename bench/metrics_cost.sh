@@ -17,7 +17,7 @@ fi
 
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-# Only the two builds run (no redis-server): their RATIO lines divide one by the other.
+# Only the two servers run (no redis-server): their RATIO lines divide one by the other.
 SERVERS="keep peer" REFERENCE=keep PEER_SERVER="$NOMETRICS_SERVER" \
   PEER_ARGS="--bind 127.0.0.1 --shards 1" PEER_LABEL="keep 1 shard, metrics off" \
   WORKLOADS=${WORKLOADS:-"get_p1 get_p16 set_p16"} "$ROOT/bench/compare.sh" | tee "$out"
