@@ -290,16 +290,16 @@ echo "compare.sh: servers: $(for s in "${STARTED[@]}"; do printf '%s on %s, ' "$
 echo "compare.sh: $ROUNDS rounds ($OPEN_ROUNDS for the open loop) of ${DURATION}s (+${WARMUP}s warm-up) per run, $CONNECTIONS connections, $KEYS keys, ${VALUE_SIZE}-byte values, open loop at $RATE req/s"
 
 for entry in "${WORKLOAD_TABLE[@]}"; do
-  IFS='|' read -r wl args populate floor_ok wl_rounds <<<"$entry"
+  IFS='|' read -r wl args populate floors wl_rounds <<<"$entry"
   selected "$wl" || continue
   read -r -a wl_args <<<"$args"
   for name in "${STARTED[@]}"; do
-    runs_on "$name" "$floor_ok" || continue
+    runs_on "$name" "$floors" || continue
     probe "$name" "$wl" "${wl_args[@]}" || STATUS[$wl|$name]=n/a
   done
   for round in $(seq "${wl_rounds:-$ROUNDS}"); do
     for name in "${STARTED[@]}"; do
-      runs_on "$name" "$floor_ok" || continue
+      runs_on "$name" "$floors" || continue
       [[ ${STATUS[$wl|$name]:-} != n/a ]] || continue
       printf 'compare.sh: %-17s round %d on %s\n' "$wl" "$round" "${LABEL[$name]}" >&2
       run_one "$name" "$wl" "$populate" "${wl_args[@]}"
@@ -311,11 +311,11 @@ elapsed=$(($(date +%s) - started_at))
 echo
 printf '%-17s %-16s %11s %11s %9s %9s %9s  %s\n' workload server cpu_us/req req/s p50_us p99_us p999_us note
 for entry in "${WORKLOAD_TABLE[@]}"; do
-  IFS='|' read -r wl _ _ floor_ok _ <<<"$entry"
+  IFS='|' read -r wl _ _ floors _ <<<"$entry"
   selected "$wl" || continue
   first=1
   for name in "${STARTED[@]}"; do
-    runs_on "$name" "$floor_ok" || continue
+    runs_on "$name" "$floors" || continue
     printf '%-17s %-16s %11s %11s %9s %9s %9s  %s\n' "$([[ $first == 1 ]] && echo "$wl")" \
       "${LABEL[$name]}" "$(value "$wl" "$name" cpu_us_per_req)" \
       "$(value "$wl" "$name" throughput)" "$(value "$wl" "$name" p50_us)" \
@@ -330,7 +330,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%
 has() { [[ " ${STARTED[*]} " == *" $1 "* ]]; }
 
 for entry in "${WORKLOAD_TABLE[@]}"; do
-  IFS='|' read -r wl _ _ floor_ok _ <<<"$entry"
+  IFS='|' read -r wl _ _ floors _ <<<"$entry"
   selected "$wl" || continue
   has "$REFERENCE" || continue
   for metric in "${METRICS[@]}"; do
@@ -344,7 +344,7 @@ for entry in "${WORKLOAD_TABLE[@]}"; do
   has redis || continue
   r=$(value "$wl" redis cpu_us_per_req)
   for name in floor floor2; do
-    has "$name" && runs_on "$name" "$floor_ok" || continue
+    has "$name" && runs_on "$name" "$floors" || continue
     f=$(value "$wl" "$name" cpu_us_per_req)
     echo "RATIO $wl cpu_us_per_req $name=$f redis=$r $name/redis=$(ratio "$f" "$r")"
   done
