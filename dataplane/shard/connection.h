@@ -19,8 +19,8 @@ namespace keep::shard {
 struct PendingReply {
   std::string bytes;  // the reply, when it arrived before one owed ahead of it
   bool ready = false;
-  // The owning shard writes this reply to the socket itself; what comes back is what it could not
-  // send (usually nothing). See Shard::Forward.
+  // The owning shard writes this reply, with the rest of the connection's output, to the socket
+  // itself; what comes back is what it could not send (usually nothing). See Shard::HandOver.
   bool direct = false;
   size_t held_offset = 0;  // RESP: where in Connection::held this reply goes
   // Binary connections: the request this reply answers (replies leave as they complete).
@@ -81,14 +81,17 @@ struct Connection {
   size_t held_moved = 0;
   PendingQueue pending;   // replies owed by other shards, in request order
   uint32_t inflight = 0;  // envelopes and joins that still point at this connection
-  // Another shard is writing a reply to this socket itself (at most one: only a request with
-  // nothing owed before it goes that way), and whether anything produced since waits for it (then
-  // that shard wakes this one when it is done: Shard::direct_waiters_).
+  // Another shard is writing this connection's output to its socket itself (handed over with a
+  // batch: Shard::HandOver), and whether anything produced since waits for it (then that shard
+  // wakes this one when it is done: Shard::direct_waiters_).
   bool direct_in_flight = false;
   bool awaits_direct = false;
   // Closed while another shard may still write to it: shut down, and closed once it is done, so
   // the descriptor cannot be reused for a new client in between.
   int lingering_fd = -1;
+  // Its requests in the batch being sealed (Shard::HandOver): which seal, and how many.
+  uint64_t seal_mark = 0;
+  uint32_t sealed_requests = 0;
   uint32_t epoll_events = 0;       // the interest set registered now
   size_t accounted_bytes = 0;      // buffer capacity counted in the shard's memory use
   bool closed = false;             // fd closed (or lingering); freed when inflight drops to zero

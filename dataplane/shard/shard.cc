@@ -91,7 +91,7 @@ struct ForwardHeader {
   uint32_t key_slot;
   uint32_t arg_count;
   uint32_t resp_version;
-  int32_t direct_fd;  // >= 0: the target writes the reply to this socket itself (Shard::Forward)
+  uint32_t zero_padding = 0;  // the header is copied as bytes: no indeterminate padding in it
 };
 static_assert(std::has_unique_object_representations_v<ForwardHeader>);
 
@@ -572,12 +572,10 @@ void Shard::ProcessInput(Connection* conn, std::string_view data, bool from_scra
       if (batch_[i].arg_count == 0) continue;
       ++stats_.total_commands_processed;
       --budget;
-      last_of_input_ = offset == data.size();
       Dispatch(conn,
                std::span<const std::string_view>(batch_args_.data() + batch_[i].first_arg,
                                                  batch_[i].arg_count),
                batch_[i].arg1_slot);
-      last_of_input_ = false;
     }
     store_.ForgetKeyHashes();
     if (!more || status == proto::ParseStatus::kComplete) continue;
@@ -714,19 +712,11 @@ void Shard::Forward(Connection* conn, int target, std::span<const std::string_vi
     batch->origin = static_cast<uint16_t>(options_.index);
     batch->target = static_cast<uint16_t>(target);
   }
-  // A request that is all its connection has sent, with nothing owed or unsent before it (a client
-  // waiting for each reply, as at pipeline 1), is answered on the socket by the shard that owns
-  // its key: its reply then makes no return hop, and this shard is not woken to pass it on. The
-  // reply still comes back (empty once sent) to settle the connection's accounts, without a
-  // wake-up unless something this shard produced since waits behind it (AwaitDirect).
-  const bool direct = last_of_input_ && conn->binary == nullptr && conn->pending.empty() &&
-                      conn->unsent() == 0 && !conn->close_after_flush && !conn->client.Subscribed();
   const ForwardHeader header{.spec = plan_.spec,
                              .caller_id = conn->client.id,
                              .key_slot = plan_.slot,
                              .arg_count = static_cast<uint32_t>(args.size()),
-                             .resp_version = static_cast<uint32_t>(conn->client.resp_version),
-                             .direct_fd = direct ? conn->fd : -1};
+                             .resp_version = static_cast<uint32_t>(conn->client.resp_version)};
   std::string& out = batch->requests;
   size_t size = out.size() + sizeof(header) + args.size() * sizeof(uint32_t);
   for (std::string_view arg : args) size += arg.size();
@@ -744,12 +734,7 @@ void Shard::Forward(Connection* conn, int target, std::span<const std::string_vi
     std::memcpy(cursor, arg.data(), arg.size());
     cursor += arg.size();
   }
-  PendingReply* slot = Owe(conn);
-  if (direct) {
-    slot->direct = true;
-    conn->direct_in_flight = true;
-  }
-  batch->waiting.push_back({conn, slot});
+  batch->waiting.push_back({conn, Owe(conn)});
   ++stats_.cross_shard_requests;
   ++unsent_forwards_[target];
   if (batch->waiting.size() >= kBatchRequests || out.size() >= kBatchBytes) SealBatch(target);
@@ -955,7 +940,8 @@ void Shard::OnEnvelope(Envelope* envelope) {
 void Shard::RunBatch(Envelope* batch) {
   batch->replies.clear();
   batch->reply_ends.clear();
-  batch->wake_receiver = false;
+  batch->unsent.clear();
+  size_t requests = 0;
   const std::string& bytes = batch->requests;
   PrefetchShared(bytes.data(), bytes.size());
   size_t position = 0;
@@ -981,9 +967,10 @@ void Shard::RunBatch(Envelope* batch) {
       if (header.arg_count >= 2) batch_keys_[keys++] = batch_args_[first_arg + 1];
       batch_[count] = {first_arg, header.arg_count, 0, commands::kNoSlot};
       forwarded_[count] = {header.spec, header.caller_id, header.key_slot,
-                           static_cast<int>(header.resp_version), header.direct_fd};
+                           static_cast<int>(header.resp_version)};
       ++count;
     }
+    requests += count;
     store_.PrefetchKeys(std::span(batch_keys_.data(), keys));
     for (size_t i = 0; i < count; ++i) {
       const ForwardedRequest& request = forwarded_[i];
@@ -1003,42 +990,39 @@ void Shard::RunBatch(Envelope* batch) {
           .slots = &slot_table_,
           .view = view_,
           .slot_of = &group_->slot_function()};
-      const size_t start = batch->replies.size();
       Execute(request.spec, ctx);
-      if (request.direct_fd >= 0) {
-        // The origin writes nothing to this socket until this reply is back (Forward), and keeps
-        // the descriptor open until then even if the client goes (Close).
-        const size_t length = batch->replies.size() - start;
-        const ssize_t sent = send(request.direct_fd, batch->replies.data() + start, length,
-                                  MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (sent > 0) {
-          stats_.net_output_bytes += sent;
-          batch->replies.erase(start, static_cast<size_t>(sent));
-        }
-        if (sent == static_cast<ssize_t>(length)) {
-          ++stats_.cross_shard_direct_replies;
-        } else {
-          // A full socket buffer or a broken connection: the origin sends the rest, or finds out.
-          batch->wake_receiver = true;
-        }
-      } else {
-        batch->wake_receiver = true;
-      }
       batch->reply_ends.push_back(static_cast<uint32_t>(batch->replies.size()));
     }
     store_.ForgetKeyHashes();
   }
+  // Replies the origin passes on wake it; those of connections handed over are written here.
+  size_t handed = 0;
+  for (const Envelope::Handover& handover : batch->handovers) handed += handover.request_count;
+  batch->wake_receiver = requests > handed;
+  SendHandovers(batch);
 }
 
 void Shard::DeliverBatch(Envelope* batch) {
   PrefetchShared(batch->reply_ends.data(), batch->reply_ends.size() * sizeof(uint32_t));
   PrefetchShared(batch->replies.data(), batch->replies.size());
   uint32_t start = 0;
+  size_t next_handover = 0;
   for (size_t i = 0; i < batch->waiting.size(); ++i) {
     const auto [conn, slot] = batch->waiting[i];
     const uint32_t end = batch->reply_ends[i];
-    const std::string_view reply(batch->replies.data() + start, end - start);
+    std::string_view reply(batch->replies.data() + start, end - start);
     start = end;
+    if (next_handover < batch->handovers.size() &&
+        i >= batch->handovers[next_handover].first_request) {
+      // Sent by the target with the rest of the connection's output; what it could not send
+      // stands for the first of its replies.
+      const Envelope::Handover& handover = batch->handovers[next_handover];
+      reply = i == handover.first_request
+                  ? std::string_view(batch->unsent.data() + handover.unsent_begin,
+                                     handover.unsent_end - handover.unsent_begin)
+                  : std::string_view();
+      if (i + 1 == handover.first_request + handover.request_count) ++next_handover;
+    }
     --conn->inflight;
     if (slot->direct) DirectDone(conn);
     if (conn->closed) {
@@ -1077,6 +1061,7 @@ void Shard::Enqueue(int target, Envelope* envelope) {
 
 void Shard::SealBatch(int target) {
   if (open_batches_[target] == nullptr) return;
+  HandOver(open_batches_[target]);
   outbound_[target].push_back(open_batches_[target]);
   open_batches_[target] = nullptr;
 }
@@ -1109,6 +1094,115 @@ void Shard::FlushOutbound() {
       if (wake || other.direct_waiters_.load(std::memory_order_seq_cst) > 0) other.Wake();
     }
   }
+}
+
+// A connection whose owed replies are all in one batch, and whose own replies wait for them, needs
+// nothing more from this shard until the batch has run: the target writes its whole output (this
+// shard's replies interleaved with the batch's, in request order) to the socket itself. The
+// replies then make no return hop, this shard is not woken to pass them on and takes no turn to
+// send them (at pipeline 16 over 2 shards this halved the turns and cut context switches by
+// four), and the batch still comes back, without a wake-up, to settle the connection's accounts.
+// Until then nothing else writes to the socket: what the connection produces meanwhile waits in
+// `held` behind the handed-over slots, and whoever produced it is woken when the batch is back
+// (AwaitDirect); a connection closed meanwhile keeps its descriptor until then (Close).
+void Shard::HandOver(Envelope* batch) {
+  const std::vector<Forwarded>& waiting = batch->waiting;
+  ++seals_;
+  for (const Forwarded& entry : waiting) {
+    Connection* conn = entry.conn;
+    if (conn->seal_mark != seals_) {
+      conn->seal_mark = seals_;
+      conn->sealed_requests = 0;
+    }
+    ++conn->sealed_requests;
+  }
+  size_t run_end = 0;
+  for (size_t first = 0; first < waiting.size(); first = run_end) {
+    Connection* conn = waiting[first].conn;
+    run_end = first + 1;
+    while (run_end < waiting.size() && waiting[run_end].conn == conn) ++run_end;
+    const size_t count = run_end - first;
+    // Every reply the connection is owed is in this run of the batch, its output waits for them
+    // alone, and nothing else may write to its socket meanwhile.
+    if (conn->sealed_requests != count || conn->pending.size() != count || conn->closed ||
+        conn->binary != nullptr || conn->close_after_flush || conn->direct_in_flight ||
+        conn->client.Subscribed() || conn->unsent() + conn->held_bytes() > kDeferredOutputBytes) {
+      continue;
+    }
+    batch->handovers.push_back({.fd = conn->fd,
+                                .first_request = static_cast<uint32_t>(first),
+                                .request_count = static_cast<uint32_t>(count),
+                                .first_segment = static_cast<uint32_t>(batch->local_ends.size())});
+    std::string& local = batch->local;
+    local.append(conn->out, conn->out_sent);
+    size_t from = conn->held_moved;
+    for (size_t i = first; i < run_end; ++i) {
+      PendingReply* slot = waiting[i].slot;
+      local.append(conn->held, from, slot->held_offset - from);
+      batch->local_ends.push_back(static_cast<uint32_t>(local.size()));
+      from = slot->held_offset;
+      slot->held_offset = 0;
+      slot->direct = true;
+    }
+    local.append(conn->held, from);
+    batch->local_ends.push_back(static_cast<uint32_t>(local.size()));
+    conn->out.clear();
+    conn->out_sent = 0;
+    conn->held.clear();
+    conn->held_moved = 0;
+    conn->direct_in_flight = true;
+  }
+}
+
+void Shard::SendHandovers(Envelope* batch) {
+  if (batch->handovers.empty()) return;
+  handover_out_.clear();
+  handover_sends_.clear();
+  const uint32_t* reply_ends = batch->reply_ends.data();
+  const uint32_t* local_ends = batch->local_ends.data();
+  for (size_t h = 0; h < batch->handovers.size(); ++h) {
+    const Envelope::Handover& handover = batch->handovers[h];
+    const auto begin = static_cast<uint32_t>(handover_out_.size());
+    uint32_t local_start = handover.first_segment == 0 ? 0 : local_ends[handover.first_segment - 1];
+    for (uint32_t i = 0; i <= handover.request_count; ++i) {
+      const uint32_t local_end = local_ends[handover.first_segment + i];
+      handover_out_.append(batch->local, local_start, local_end - local_start);
+      local_start = local_end;
+      if (i == handover.request_count) break;
+      const uint32_t request = handover.first_request + i;
+      const uint32_t reply_start = request == 0 ? 0 : reply_ends[request - 1];
+      handover_out_.append(batch->replies, reply_start, reply_ends[request] - reply_start);
+    }
+    handover_sends_.push_back(
+        {static_cast<uint32_t>(h), begin, static_cast<uint32_t>(handover_out_.size()) - begin});
+  }
+  // DrainInbound runs between a turn's reads and its writes: sockets_ holds nothing queued here.
+  size_t next = 0;
+  while (next < handover_sends_.size()) {
+    const size_t batch_start = next;
+    for (; next < handover_sends_.size() && !sockets_.full(); ++next) {
+      const HandoverSend& send = handover_sends_[next];
+      sockets_.Send(batch->handovers[send.handover].fd, handover_out_.data() + send.begin,
+                    send.length);
+    }
+    std::span<const ssize_t> results = sockets_.Run();
+    for (size_t i = batch_start; i < next; ++i) {
+      const HandoverSend& send = handover_sends_[i];
+      Envelope::Handover& handover = batch->handovers[send.handover];
+      const ssize_t sent = std::max<ssize_t>(results[i - batch_start], 0);
+      stats_.net_output_bytes += sent;
+      if (sent == static_cast<ssize_t>(send.length)) {
+        stats_.cross_shard_direct_replies += handover.request_count;
+        continue;
+      }
+      // A full socket buffer or a broken connection: the origin sends the rest, or finds out.
+      handover.unsent_begin = static_cast<uint32_t>(batch->unsent.size());
+      batch->unsent.append(handover_out_, send.begin + sent, send.length - sent);
+      handover.unsent_end = static_cast<uint32_t>(batch->unsent.size());
+      batch->wake_receiver = true;
+    }
+  }
+  if (handover_out_.capacity() > kKeepEnvelopeCapacity) std::string().swap(handover_out_);
 }
 
 bool Shard::HasOutbound() const {
@@ -1442,10 +1536,12 @@ Envelope* Shard::NewEnvelope() {
 }
 
 void Shard::Recycle(Envelope* envelope) {
-  batch_bytes_this_tick_ =
-      std::max({batch_bytes_this_tick_, envelope->requests.size(), envelope->replies.size(),
-                envelope->waiting.size() * sizeof(Forwarded),
-                envelope->reply_ends.size() * sizeof(uint32_t)});
+  batch_bytes_this_tick_ = std::max(
+      {batch_bytes_this_tick_, envelope->requests.size(), envelope->replies.size(),
+       envelope->local.size(), envelope->unsent.size(),
+       envelope->waiting.size() * sizeof(Forwarded), envelope->reply_ends.size() * sizeof(uint32_t),
+       envelope->local_ends.size() * sizeof(uint32_t),
+       envelope->handovers.size() * sizeof(Envelope::Handover)});
   envelope->is_reply = false;
   envelope->wake_receiver = true;
   envelope->gather = nullptr;
@@ -1453,26 +1549,36 @@ void Shard::Recycle(Envelope* envelope) {
   envelope->waiting.clear();
   envelope->replies.clear();
   envelope->reply_ends.clear();
+  envelope->handovers.clear();
+  envelope->local.clear();
+  envelope->local_ends.clear();
+  envelope->unsent.clear();
   envelope->result.Reset();
   ShrinkBuffers(envelope, kKeepEnvelopeCapacity);
   envelope_pool_.push_back(envelope);
 }
 
 void Shard::ShrinkBuffers(Envelope* envelope, size_t keep_capacity) {
-  for (std::string* buffer :
-       {&envelope->requests, &envelope->replies, &envelope->arg_bytes, &envelope->result.resp}) {
+  for (std::string* buffer : {&envelope->requests, &envelope->replies, &envelope->local,
+                              &envelope->unsent, &envelope->arg_bytes, &envelope->result.resp}) {
     if (buffer->capacity() > keep_capacity) std::string().swap(*buffer);
   }
   if (envelope->waiting.capacity() * sizeof(Forwarded) > keep_capacity) {
     std::vector<Forwarded>().swap(envelope->waiting);
   }
-  if (envelope->reply_ends.capacity() * sizeof(uint32_t) > keep_capacity) {
-    std::vector<uint32_t>().swap(envelope->reply_ends);
+  for (std::vector<uint32_t>* ends : {&envelope->reply_ends, &envelope->local_ends}) {
+    if (ends->capacity() * sizeof(uint32_t) > keep_capacity) std::vector<uint32_t>().swap(*ends);
+  }
+  if (envelope->handovers.capacity() * sizeof(Envelope::Handover) > keep_capacity) {
+    std::vector<Envelope::Handover>().swap(envelope->handovers);
   }
   // The pool's batch buffers count against the memory cap as connections' buffers do.
-  const size_t bytes = envelope->requests.capacity() + envelope->replies.capacity() +
-                       envelope->reply_ends.capacity() * sizeof(uint32_t) +
-                       envelope->waiting.capacity() * sizeof(Forwarded);
+  const size_t bytes =
+      envelope->requests.capacity() + envelope->replies.capacity() + envelope->local.capacity() +
+      envelope->unsent.capacity() +
+      (envelope->reply_ends.capacity() + envelope->local_ends.capacity()) * sizeof(uint32_t) +
+      envelope->handovers.capacity() * sizeof(Envelope::Handover) +
+      envelope->waiting.capacity() * sizeof(Forwarded);
   if (bytes != envelope->accounted_bytes) {
     envelope_bytes_ += bytes - envelope->accounted_bytes;
     envelope->accounted_bytes = bytes;

@@ -60,6 +60,23 @@ struct Envelope {
   // that were all written to their sockets by the target (RunBatch), which have nothing to send.
   bool wake_receiver = true;
 
+  // Connections handed over with the batch (Shard::HandOver): every reply each one is owed is in
+  // the batch, so the target writes the connection's whole output to its socket itself, the
+  // origin's own replies (`local`) interleaved with the batch's, and the origin need not be woken
+  // to pass the replies on. What the target could not send comes back in `unsent`.
+  struct Handover {
+    int32_t fd;
+    uint32_t first_request;  // the connection's requests: [first_request, +request_count)
+    uint32_t request_count;
+    uint32_t first_segment;  // request_count + 1 ends in `local_ends`: before each reply, after all
+    uint32_t unsent_begin = 0;  // written by the target: a range of `unsent`
+    uint32_t unsent_end = 0;
+  };
+  std::vector<Handover> handovers;
+  std::string local;
+  std::vector<uint32_t> local_ends;
+  std::string unsent;
+
   // One part of a split or broadcast request.
   Gather* gather = nullptr;
   const commands::CommandSpec* spec = nullptr;
@@ -177,6 +194,10 @@ class Shard final : public commands::ShardServices {
   // Queues an envelope for `target` behind everything forwarded to it before.
   void Enqueue(int target, Envelope* envelope);
   void SealBatch(int target);
+  // Hands each connection whose owed replies are all in `batch` over to the batch's target.
+  void HandOver(Envelope* batch);
+  // The target's side: writes the handed-over connections' output once the batch has run.
+  void SendHandovers(Envelope* batch);
   void FlushOutbound();
   bool HasOutbound() const;
   std::string* ReplyTarget(Connection* conn);
@@ -184,10 +205,10 @@ class Shard final : public commands::ShardServices {
   // Moves the ready replies at the front of the connection's order to its output.
   void FlushReadySlots(Connection* conn, bool was_paused);
   void MarkWrite(Connection* conn);
-  // A reply of this connection is being written by another shard and the request about to run
-  // will produce output behind it: have that shard wake this one when it is done.
+  // This connection's output is being written by another shard and the request about to run will
+  // produce output behind it: have that shard wake this one when it is done.
   void AwaitDirect(Connection* conn);
-  // A reply another shard wrote directly (or tried to) is back.
+  // Output another shard wrote directly (or tried to) is back.
   void DirectDone(Connection* conn);
   void WriteAll();
   // What follows a connection's send (`n`: its result, 0 when it had nothing to send).
@@ -265,7 +286,7 @@ class Shard final : public commands::ShardServices {
   // does not take away the line of fields this shard writes for every request.
   alignas(kCacheLine) int wake_fd_ = -1;
   std::atomic<bool> parked_{false};
-  // Connections with output waiting behind a reply another shard writes directly: while nonzero,
+  // Connections with output waiting behind output another shard writes directly: while nonzero,
   // that shard wakes this one when it hands back such a reply (FlushOutbound).
   std::atomic<uint32_t> direct_waiters_{0};
   alignas(kCacheLine) std::thread thread_;
@@ -308,9 +329,6 @@ class Shard final : public commands::ShardServices {
   std::string route_error_;  // reused for MOVED texts
 
   commands::RoutePlan plan_;
-  // The request being dispatched is the last of what its connection sent (ProcessInput), so its
-  // reply may go out straight from the shard that owns its key (Forward).
-  bool last_of_input_ = false;
   // A batch of parsed pipelined requests (see ProcessInput): their arguments back to back.
   struct ParsedRequest {
     uint32_t first_arg = 0;
@@ -327,12 +345,19 @@ class Shard final : public commands::ShardServices {
     uint64_t caller_id = 0;
     uint32_t key_slot = 0;
     int resp_version = 2;
-    int direct_fd = -1;
   };
   std::array<ForwardedRequest, kRequestBatch> forwarded_;
   std::array<std::string_view, kRequestBatch> batch_keys_;  // the keys a batch prefetches
   std::vector<std::string_view> part_args_;
   std::vector<Envelope*> envelope_pool_;
+  uint64_t seals_ = 0;        // batches sealed: marks a connection's count in one (HandOver)
+  std::string handover_out_;  // the handed-over connections' output being sent (SendHandovers)
+  struct HandoverSend {
+    uint32_t handover;
+    uint32_t begin;
+    uint32_t length;
+  };
+  std::vector<HandoverSend> handover_sends_;
   std::vector<PendingReply*> slot_pool_;
   std::vector<Gather*> gather_pool_;
   int64_t next_timer_ms_ = 0;
