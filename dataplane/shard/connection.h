@@ -89,9 +89,6 @@ struct Connection {
   // Closed while another shard may still write to it: shut down, and closed once it is done, so
   // the descriptor cannot be reused for a new client in between.
   int lingering_fd = -1;
-  // Its requests in the batch being sealed (Shard::HandOver): which seal, and how many.
-  uint64_t seal_mark = 0;
-  uint32_t sealed_requests = 0;
   uint32_t epoll_events = 0;       // the interest set registered now
   size_t accounted_bytes = 0;      // buffer capacity counted in the shard's memory use
   bool closed = false;             // fd closed (or lingering); freed when inflight drops to zero

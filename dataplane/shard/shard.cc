@@ -1107,26 +1107,18 @@ void Shard::FlushOutbound() {
 // (AwaitDirect); a connection closed meanwhile keeps its descriptor until then (Close).
 void Shard::HandOver(Envelope* batch) {
   const std::vector<Forwarded>& waiting = batch->waiting;
-  ++seals_;
-  for (const Forwarded& entry : waiting) {
-    Connection* conn = entry.conn;
-    if (conn->seal_mark != seals_) {
-      conn->seal_mark = seals_;
-      conn->sealed_requests = 0;
-    }
-    ++conn->sealed_requests;
-  }
   size_t run_end = 0;
   for (size_t first = 0; first < waiting.size(); first = run_end) {
     Connection* conn = waiting[first].conn;
     run_end = first + 1;
     while (run_end < waiting.size() && waiting[run_end].conn == conn) ++run_end;
     const size_t count = run_end - first;
-    // Every reply the connection is owed is in this run of the batch, its output waits for them
-    // alone, and nothing else may write to its socket meanwhile.
-    if (conn->sealed_requests != count || conn->pending.size() != count || conn->closed ||
-        conn->binary != nullptr || conn->close_after_flush || conn->direct_in_flight ||
-        conn->client.Subscribed() || conn->unsent() + conn->held_bytes() > kDeferredOutputBytes) {
+    // Every reply the connection is owed is in this run of the batch (each request of it in the
+    // batch is owed until delivered, so a connection with another run owes more than this one
+    // holds), its output waits for them alone, and nothing else may write to its socket meanwhile.
+    if (conn->pending.size() != count || conn->closed || conn->binary != nullptr ||
+        conn->close_after_flush || conn->direct_in_flight || conn->client.Subscribed() ||
+        conn->unsent() + conn->held_bytes() > kDeferredOutputBytes) {
       continue;
     }
     batch->handovers.push_back({.fd = conn->fd,

@@ -350,7 +350,6 @@ class Shard final : public commands::ShardServices {
   std::array<std::string_view, kRequestBatch> batch_keys_;  // the keys a batch prefetches
   std::vector<std::string_view> part_args_;
   std::vector<Envelope*> envelope_pool_;
-  uint64_t seals_ = 0;        // batches sealed: marks a connection's count in one (HandOver)
   std::string handover_out_;  // the handed-over connections' output being sent (SendHandovers)
   struct HandoverSend {
     uint32_t handover;
