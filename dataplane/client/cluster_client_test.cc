@@ -75,6 +75,25 @@ bool AnswerKeyslot(const bin::RequestView& r, const core::SlotFunction& slot_fun
   return true;
 }
 
+// Clears the servers' hooks when a test body ends. Declared after the last local its hooks
+// capture, it runs before those die: the client lives until TearDown and keeps asking the
+// servers for their view, so a server thread may be inside a hook while the body's locals go.
+// SetHook waits for a running hook (both hold the server's lock).
+class ClearHooksAtExit {
+ public:
+  explicit ClearHooksAtExit(std::vector<FakeServer*> servers) : servers_(std::move(servers)) {}
+  ClearHooksAtExit(const ClearHooksAtExit&) = delete;
+  ClearHooksAtExit& operator=(const ClearHooksAtExit&) = delete;
+  ~ClearHooksAtExit() {
+    for (FakeServer* s : servers_) s->SetHook({});
+  }
+  // For a server the test destroys itself.
+  void Forget(FakeServer* server) { std::erase(servers_, server); }
+
+ private:
+  std::vector<FakeServer*> servers_;
+};
+
 size_t CountKeyRequests(FakeServer& server, std::string_view key) {
   size_t n = 0;
   for (const std::string& frame : server.frames()) {
@@ -217,6 +236,7 @@ TEST_F(ClusterClientTest, SendsEachKeyToItsSlotsOwner) {
       return true;
     });
   }
+  ClearHooksAtExit hooks_cleared({&a, &b});
   auto client = Client({a.port()});
   ASSERT_FALSE(Start());
   ASSERT_TRUE(Await([&](Handler h) { client->AsyncSet("foo", "1", 0, 0, h); }).ok());
@@ -256,6 +276,7 @@ TEST_F(ClusterClientTest, FollowsMovedThenGoesStraightToTheNewOwner) {
     *out = TopologyReply(r.id, moved ? 3 : 2, ports, 1, owner);
     return true;
   });
+  ClearHooksAtExit hooks_cleared({&a, &b});
   auto client = Client({a.port(), b.port()});
   ASSERT_FALSE(Start());
   ASSERT_TRUE(Await([&](Handler h) { client->AsyncSet("foo", "v", 0, 0, h); }).ok());
@@ -284,6 +305,7 @@ TEST_F(ClusterClientTest, RedirectLoopsGiveUpAsUnavailable) {
     }
     return false;
   });
+  ClearHooksAtExit hooks_cleared({&a});
   auto client = Client({a.port()});
   ASSERT_FALSE(Start());
   Result r = Await([&](Handler h) { client->AsyncGet("loop", h); });
@@ -312,6 +334,7 @@ TEST_F(ClusterClientTest, BusyWaitsAtLeastTheServersRetryAfter) {
     }
     return false;
   });
+  ClearHooksAtExit hooks_cleared({&a});
   auto client = Client({a.port()});
   ASSERT_FALSE(Start());
   auto t0 = std::chrono::steady_clock::now();
@@ -330,6 +353,7 @@ TEST_F(ClusterClientTest, BusyBeyondTheBudgetFailsAsUnavailable) {
     *out = TopologyReply(r.id, 2, ports, 0, [&](uint32_t) { return a.port(); });
     return true;
   });
+  ClearHooksAtExit hooks_cleared({&a});
   auto client = Client({a.port()}, SlotMode::kCrc16, milliseconds(300));
   ASSERT_FALSE(Start());
   auto t0 = std::chrono::steady_clock::now();
@@ -357,6 +381,7 @@ TEST_F(ClusterClientTest, FollowsTheMajorityViewNotTheSeeds) {
       return true;
     });
   }
+  ClearHooksAtExit hooks_cleared({&a, &b, &c});
   auto client = Client({c.port()});
   ASSERT_FALSE(Start());
   EXPECT_EQ(client->router().view().view_epoch, 4u);
@@ -381,10 +406,12 @@ TEST_F(ClusterClientTest, ALostMemberIsRefreshedAwayFrom) {
   };
   a.SetHook(hook(0));
   b->SetHook(hook(1));
+  ClearHooksAtExit hooks_cleared({&a, b.get()});
   auto client = Client({a.port()});
   ASSERT_FALSE(Start());
   ASSERT_TRUE(Await([&](Handler h) { client->AsyncSet("k", "1", 0, 0, h); }).ok());
   b_gone = true;
+  hooks_cleared.Forget(b.get());
   b.reset();  // its connections close and its port refuses
   Result r = Await([&](Handler h) { client->AsyncSet("k", "2", 0, 0, h); });
   ASSERT_TRUE(r.ok()) << r.error->message();
@@ -410,6 +437,7 @@ TEST_F(ClusterClientTest, FencedIsRetriedUntilTheMemberServes) {
     }
     return false;
   });
+  ClearHooksAtExit hooks_cleared({&a});
   auto client = Client({a.port()});
   ASSERT_FALSE(Start());
   Result r = Await([&](Handler h) { client->AsyncGet("k", h); });
@@ -438,6 +466,7 @@ TEST_F(ClusterClientTest, DetectsTheSlotFunctionWithClusterKeyslot) {
       }
       return AnswerKeyslot(r, *c.server, out);
     });
+    ClearHooksAtExit hooks_cleared({&a});
     ClusterOptions o;
     o.seeds = {{"127.0.0.1", a.port()}};
     o.slot_secret = c.client_secret;

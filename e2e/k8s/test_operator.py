@@ -574,8 +574,10 @@ def test_pinning_and_huge_pages(operator, k8s_cluster, namespace):
                               image="keep/keep-server",
                               resources={"cpu": 2, "memory": "256Mi"},
                               hugePages={"size": "2Mi", "amount": "64Mi"}))
-    pods = wait_for(lambda: running_pods(c, ns, "pin", 2), timeout=60, what="2 pinned pods")
-    for p in pods:
+    # Ready, not just Running: a Running pod's process may not listen yet.
+    pods = wait_for(lambda: ready_pods(c, ns, "keep.dev/cluster=pin", 2), timeout=60,
+                    what="2 pinned pods Ready")
+    for p in sorted(pods, key=lambda p: p["metadata"]["name"]):
         assert p["status"]["qosClass"] == "Guaranteed", p["status"].get("qosClass")
         res = p["spec"]["containers"][0]["resources"]
         assert res["requests"]["cpu"] == res["limits"]["cpu"] == "2"
