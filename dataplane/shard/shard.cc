@@ -991,7 +991,7 @@ void Shard::RunBatch(Envelope* batch) {
           .view = view_,
           .slot_of = &group_->slot_function()};
       Execute(request.spec, ctx);
-      batch->reply_ends.push_back(static_cast<uint32_t>(batch->replies.size()));
+      batch->reply_ends.push_back(batch->replies.size());
     }
     store_.ForgetKeyHashes();
   }
@@ -1003,13 +1003,13 @@ void Shard::RunBatch(Envelope* batch) {
 }
 
 void Shard::DeliverBatch(Envelope* batch) {
-  PrefetchShared(batch->reply_ends.data(), batch->reply_ends.size() * sizeof(uint32_t));
+  PrefetchShared(batch->reply_ends.data(), batch->reply_ends.size() * sizeof(size_t));
   PrefetchShared(batch->replies.data(), batch->replies.size());
-  uint32_t start = 0;
+  size_t start = 0;
   size_t next_handover = 0;
   for (size_t i = 0; i < batch->waiting.size(); ++i) {
     const auto [conn, slot] = batch->waiting[i];
-    const uint32_t end = batch->reply_ends[i];
+    const size_t end = batch->reply_ends[i];
     std::string_view reply(batch->replies.data() + start, end - start);
     start = end;
     if (next_handover < batch->handovers.size() &&
@@ -1150,11 +1150,11 @@ void Shard::SendHandovers(Envelope* batch) {
   if (batch->handovers.empty()) return;
   handover_out_.clear();
   handover_sends_.clear();
-  const uint32_t* reply_ends = batch->reply_ends.data();
+  const size_t* reply_ends = batch->reply_ends.data();
   const uint32_t* local_ends = batch->local_ends.data();
   for (size_t h = 0; h < batch->handovers.size(); ++h) {
     const Envelope::Handover& handover = batch->handovers[h];
-    const auto begin = static_cast<uint32_t>(handover_out_.size());
+    const size_t begin = handover_out_.size();
     uint32_t local_start = handover.first_segment == 0 ? 0 : local_ends[handover.first_segment - 1];
     for (uint32_t i = 0; i <= handover.request_count; ++i) {
       const uint32_t local_end = local_ends[handover.first_segment + i];
@@ -1162,11 +1162,10 @@ void Shard::SendHandovers(Envelope* batch) {
       local_start = local_end;
       if (i == handover.request_count) break;
       const uint32_t request = handover.first_request + i;
-      const uint32_t reply_start = request == 0 ? 0 : reply_ends[request - 1];
+      const size_t reply_start = request == 0 ? 0 : reply_ends[request - 1];
       handover_out_.append(batch->replies, reply_start, reply_ends[request] - reply_start);
     }
-    handover_sends_.push_back(
-        {static_cast<uint32_t>(h), begin, static_cast<uint32_t>(handover_out_.size()) - begin});
+    handover_sends_.push_back({static_cast<uint32_t>(h), begin, handover_out_.size() - begin});
   }
   // DrainInbound runs between a turn's reads and its writes: sockets_ holds nothing queued here.
   size_t next = 0;
@@ -1188,9 +1187,9 @@ void Shard::SendHandovers(Envelope* batch) {
         continue;
       }
       // A full socket buffer or a broken connection: the origin sends the rest, or finds out.
-      handover.unsent_begin = static_cast<uint32_t>(batch->unsent.size());
+      handover.unsent_begin = batch->unsent.size();
       batch->unsent.append(handover_out_, send.begin + sent, send.length - sent);
-      handover.unsent_end = static_cast<uint32_t>(batch->unsent.size());
+      handover.unsent_end = batch->unsent.size();
       batch->wake_receiver = true;
     }
   }
@@ -1531,7 +1530,7 @@ void Shard::Recycle(Envelope* envelope) {
   batch_bytes_this_tick_ = std::max(
       {batch_bytes_this_tick_, envelope->requests.size(), envelope->replies.size(),
        envelope->local.size(), envelope->unsent.size(),
-       envelope->waiting.size() * sizeof(Forwarded), envelope->reply_ends.size() * sizeof(uint32_t),
+       envelope->waiting.size() * sizeof(Forwarded), envelope->reply_ends.size() * sizeof(size_t),
        envelope->local_ends.size() * sizeof(uint32_t),
        envelope->handovers.size() * sizeof(Envelope::Handover)});
   envelope->is_reply = false;
@@ -1558,19 +1557,22 @@ void Shard::ShrinkBuffers(Envelope* envelope, size_t keep_capacity) {
   if (envelope->waiting.capacity() * sizeof(Forwarded) > keep_capacity) {
     std::vector<Forwarded>().swap(envelope->waiting);
   }
-  for (std::vector<uint32_t>* ends : {&envelope->reply_ends, &envelope->local_ends}) {
-    if (ends->capacity() * sizeof(uint32_t) > keep_capacity) std::vector<uint32_t>().swap(*ends);
+  if (envelope->reply_ends.capacity() * sizeof(size_t) > keep_capacity) {
+    std::vector<size_t>().swap(envelope->reply_ends);
+  }
+  if (envelope->local_ends.capacity() * sizeof(uint32_t) > keep_capacity) {
+    std::vector<uint32_t>().swap(envelope->local_ends);
   }
   if (envelope->handovers.capacity() * sizeof(Envelope::Handover) > keep_capacity) {
     std::vector<Envelope::Handover>().swap(envelope->handovers);
   }
   // The pool's batch buffers count against the memory cap as connections' buffers do.
-  const size_t bytes =
-      envelope->requests.capacity() + envelope->replies.capacity() + envelope->local.capacity() +
-      envelope->unsent.capacity() +
-      (envelope->reply_ends.capacity() + envelope->local_ends.capacity()) * sizeof(uint32_t) +
-      envelope->handovers.capacity() * sizeof(Envelope::Handover) +
-      envelope->waiting.capacity() * sizeof(Forwarded);
+  const size_t bytes = envelope->requests.capacity() + envelope->replies.capacity() +
+                       envelope->local.capacity() + envelope->unsent.capacity() +
+                       envelope->reply_ends.capacity() * sizeof(size_t) +
+                       envelope->local_ends.capacity() * sizeof(uint32_t) +
+                       envelope->handovers.capacity() * sizeof(Envelope::Handover) +
+                       envelope->waiting.capacity() * sizeof(Forwarded);
   if (bytes != envelope->accounted_bytes) {
     envelope_bytes_ += bytes - envelope->accounted_bytes;
     envelope->accounted_bytes = bytes;

@@ -52,10 +52,12 @@ struct Envelope {
   // two shards then share a few bytes of two sequential buffers, not an object of its own and
   // its heap blocks: every cache line a request touches on both shards costs a transfer between
   // cores, and those transfers, not instructions, were most of the forwarding cost.
-  std::string requests;              // per request: ForwardHeader, argument lengths, arguments
-  std::vector<Forwarded> waiting;    // origin only: where each reply goes, in request order
-  std::string replies;               // written by the target
-  std::vector<uint32_t> reply_ends;  // written by the target: where each reply ends in `replies`
+  std::string requests;            // per request: ForwardHeader, argument lengths, arguments
+  std::vector<Forwarded> waiting;  // origin only: where each reply goes, in request order
+  std::string replies;             // written by the target
+  // Written by the target: where each reply ends in `replies`. 64-bit: a batch of GETs of values
+  // near the 512 MB bulk limit passes 4 GiB of replies.
+  std::vector<size_t> reply_ends;
   // Whether pushing this envelope wakes the shard it goes to: always, but for a batch's replies
   // that were all written to their sockets by the target (RunBatch), which have nothing to send.
   bool wake_receiver = true;
@@ -69,8 +71,8 @@ struct Envelope {
     uint32_t first_request;  // the connection's requests: [first_request, +request_count)
     uint32_t request_count;
     uint32_t first_segment;  // request_count + 1 ends in `local_ends`: before each reply, after all
-    uint32_t unsent_begin = 0;  // written by the target: a range of `unsent`
-    uint32_t unsent_end = 0;
+    size_t unsent_begin = 0;  // written by the target: a range of `unsent`
+    size_t unsent_end = 0;
   };
   std::vector<Handover> handovers;
   std::string local;
@@ -353,8 +355,8 @@ class Shard final : public commands::ShardServices {
   std::string handover_out_;  // the handed-over connections' output being sent (SendHandovers)
   struct HandoverSend {
     uint32_t handover;
-    uint32_t begin;
-    uint32_t length;
+    size_t begin;
+    size_t length;
   };
   std::vector<HandoverSend> handover_sends_;
   std::vector<PendingReply*> slot_pool_;
