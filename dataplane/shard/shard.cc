@@ -1003,25 +1003,30 @@ void Shard::RunBatch(Envelope* batch) {
 }
 
 void Shard::DeliverBatch(Envelope* batch) {
-  PrefetchShared(batch->reply_ends.data(), batch->reply_ends.size() * sizeof(size_t));
-  PrefetchShared(batch->replies.data(), batch->replies.size());
-  size_t start = 0;
+  // The replies of handed-over connections were written to their sockets by the target and are
+  // not read here: a batch that was all handed over leaves its reply lines on the target, which
+  // writes them again for the next batch, instead of having them pulled over and taken back.
+  if (batch->wake_receiver) {
+    PrefetchShared(batch->reply_ends.data(), batch->reply_ends.size() * sizeof(size_t));
+    PrefetchShared(batch->replies.data(), batch->replies.size());
+  }
   size_t next_handover = 0;
   for (size_t i = 0; i < batch->waiting.size(); ++i) {
     const auto [conn, slot] = batch->waiting[i];
-    const size_t end = batch->reply_ends[i];
-    std::string_view reply(batch->replies.data() + start, end - start);
-    start = end;
+    std::string_view reply;
     if (next_handover < batch->handovers.size() &&
         i >= batch->handovers[next_handover].first_request) {
       // Sent by the target with the rest of the connection's output; what it could not send
       // stands for the first of its replies.
       const Envelope::Handover& handover = batch->handovers[next_handover];
-      reply = i == handover.first_request
-                  ? std::string_view(batch->unsent.data() + handover.unsent_begin,
-                                     handover.unsent_end - handover.unsent_begin)
-                  : std::string_view();
+      if (i == handover.first_request) {
+        reply = std::string_view(batch->unsent.data() + handover.unsent_begin,
+                                 handover.unsent_end - handover.unsent_begin);
+      }
       if (i + 1 == handover.first_request + handover.request_count) ++next_handover;
+    } else {
+      const size_t start = i == 0 ? 0 : batch->reply_ends[i - 1];
+      reply = std::string_view(batch->replies.data() + start, batch->reply_ends[i] - start);
     }
     --conn->inflight;
     if (slot->direct) DirectDone(conn);
