@@ -363,7 +363,12 @@ class Shard final : public commands::ShardServices {
   std::vector<Gather*> gather_pool_;
   int64_t next_timer_ms_ = 0;
   uint64_t random_state_;
-  uint64_t background_ticks_;  // kBackgroundWorkUs in CycleClock ticks
+  uint64_t background_ticks_;    // kBackgroundWorkUs in CycleClock ticks
+  uint64_t wait_blocked_ticks_;  // kWaitBlockedUs in CycleClock ticks
+  // Decaying sums of the last turns' time blocked in the wait and running (CycleClock ticks).
+  uint64_t recent_wait_ticks_ = 0;
+  uint64_t recent_run_ticks_ = 0;
+  bool coalescing_ = false;  // pause before the next wait (kCoalesceNs)
 
   commands::ShardStats stats_;
   size_t connection_bytes_ = 0;       // input and output buffers of this shard's connections
