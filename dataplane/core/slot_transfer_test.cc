@@ -175,12 +175,20 @@ TEST(SlotTransferTest, MixedRecordSizesStayNearTheBudget) {
   ExportLimits limits;
   limits.budget_bytes = 16384;
   size_t records = 0;
+  size_t batches = 0;
+  size_t bytes = 0;
   while (!cursor.done) {
     std::string batch;
     records += ExportSlots(store, kSlots, set, &cursor, limits, &batch).records;
-    EXPECT_LE(batch.size(), 2 * limits.budget_bytes);
+    ++batches;
+    bytes += batch.size();
+    // A step sized before the walk met a large record may meet several at once (ExportLimits):
+    // six of the 1% in a step of ~126 entries, about one run in 600 (estimated) with the random
+    // table seed, passed twice the budget. Four times takes seventeen.
+    EXPECT_LE(batch.size(), 4 * limits.budget_bytes);
   }
   EXPECT_EQ(records, 20000u);
+  EXPECT_LE(bytes / batches, limits.budget_bytes + limits.budget_bytes / 4);
 }
 
 TEST(SlotTransferTest, AFewMatchingKeysDoNotTurnACallIntoAFullWalk) {
