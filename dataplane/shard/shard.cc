@@ -14,7 +14,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <type_traits>
@@ -197,7 +196,8 @@ Shard::Shard(ShardGroup* group, ShardOptions options)
       background_ticks_(
           static_cast<uint64_t>(telemetry::CycleClock::TicksPerSecond() * kBackgroundWorkUs / 1e6)),
       wait_blocked_ticks_(
-          static_cast<uint64_t>(telemetry::CycleClock::TicksPerSecond() * kWaitBlockedUs / 1e6)) {
+          static_cast<uint64_t>(telemetry::CycleClock::TicksPerSecond() * kWaitBlockedUs / 1e6)),
+      us_per_tick_(1e6 / telemetry::CycleClock::TicksPerSecond()) {
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   // Edge-triggered: every write is an event of its own, so the counter never needs reading back
@@ -310,7 +310,6 @@ void Shard::Turn(int timeout_ms) {
   int ready = epoll_wait(epoll_fd_, events, kMaxEvents, timeout_ms);
   const uint64_t wait_end = telemetry::CycleClock::Now();
   parked_.store(false, std::memory_order_relaxed);
-  const auto turn_start = std::chrono::steady_clock::now();
   now_ms_ = clock_.NowMillis();
   store_.SetNow(now_ms_);
   // CONFIG SET maxmemory on any shard applies from this shard's next turn.
@@ -396,14 +395,13 @@ void Shard::Turn(int timeout_ms) {
   }
   BinaryTick();
   WriteAll();
-  const auto turn_us = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
-                                                 std::chrono::steady_clock::now() - turn_start)
-                                                 .count());
+  const uint64_t turn_end = telemetry::CycleClock::Now();
+  const auto turn_us =
+      static_cast<uint64_t>(static_cast<double>(turn_end - wait_end) * us_per_tick_);
   // How busy the shard is, over its last turns or so: time running turns against time blocked in
   // the wait (the pause counts as neither, nor does a wait that returned at once: that is the
   // system call's own cost). Saturated and finding little work per look, it pauses before the
   // next look (kCoalesceNs).
-  const uint64_t turn_end = telemetry::CycleClock::Now();
   const uint64_t waited = wait_end - wait_start;
   recent_wait_ticks_ =
       recent_wait_ticks_ - recent_wait_ticks_ / 8 + (waited > wait_blocked_ticks_ ? waited : 0);

@@ -365,6 +365,7 @@ class Shard final : public commands::ShardServices {
   uint64_t random_state_;
   uint64_t background_ticks_;    // kBackgroundWorkUs in CycleClock ticks
   uint64_t wait_blocked_ticks_;  // kWaitBlockedUs in CycleClock ticks
+  double us_per_tick_;           // CycleClock ticks to microseconds (turn durations)
   // Decaying sums of the last turns' time blocked in the wait and running (CycleClock ticks).
   uint64_t recent_wait_ticks_ = 0;
   uint64_t recent_run_ticks_ = 0;
