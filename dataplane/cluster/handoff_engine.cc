@@ -122,7 +122,7 @@ core::SlotSet SetOf(const std::vector<uint16_t>& slots) {
 class ExportSession final : public Session, public std::enable_shared_from_this<ExportSession> {
  public:
   ExportSession(std::shared_ptr<State> st, tcp::socket socket)
-      : st_(std::move(st)), deadline_(st_->io) {
+      : st_(std::move(st)), deadline_(st_->io), keepalive_(st_->io) {
     boost::system::error_code ignored;
     peer_ = EndpointText(socket.remote_endpoint(ignored));
     conn_ = std::make_shared<HandoffConnection>(std::move(socket), st_->options.max_message_bytes);
@@ -242,7 +242,23 @@ class ExportSession final : public Session, public std::enable_shared_from_this<
       walkers_.push_back({shard, slots, SetOf(slots), {}});
     }
     ReadClient();
+    KeepAlive(conn_->bytes_sent());
     for (size_t i = 0; i < walkers_.size(); ++i) ExportNext(i);
+  }
+
+  // A long walk past keys of other slots, or a long drop after SLOTS_ACK, sends nothing for a
+  // while; an empty BATCH then tells the gainer, whose every read has a deadline, that we are
+  // alive. A write that is queued or in flight already does, or fails by its own deadline.
+  void KeepAlive(uint64_t sent_before) {
+    auto self = shared_from_this();
+    keepalive_.expires_after(st_->options.message_timeout / 4);
+    keepalive_.async_wait([self, sent_before](const boost::system::error_code& error) {
+      if (error || self->finished_) return;
+      if (self->conn_->bytes_sent() == sent_before && self->conn_->queued() == 0) {
+        self->conn_->Send(HandoffType::kBatch, {});
+      }
+      self->KeepAlive(self->conn_->bytes_sent());
+    });
   }
 
   void ReadClient() {
@@ -328,12 +344,6 @@ class ExportSession final : public Session, public std::enable_shared_from_this<
       st_->counters.keys_exported += exported.stats.records;
       st_->counters.bytes_exported += exported.batch.size();
       conn_->Send(HandoffType::kBatch, exported.batch);
-      last_send_ = SteadyClock::now();
-    } else if (!w.cursor.done &&
-               SteadyClock::now() - last_send_ > st_->options.message_timeout / 4) {
-      // A long walk past keys of other slots: an empty BATCH tells the gainer we are alive.
-      conn_->Send(HandoffType::kBatch, {});
-      last_send_ = SteadyClock::now();
     }
     if (!w.cursor.done) {
       ExportNext(walker);
@@ -378,6 +388,7 @@ class ExportSession final : public Session, public std::enable_shared_from_this<
     if (finished_) return;
     finished_ = true;
     deadline_.cancel();
+    keepalive_.cancel();
     ++st_->counters.exports_completed;
     std::fprintf(
         stderr, "keep-handoff: export done peer=%s slots=%zu keys=%llu bytes=%llu ms=%lld\n",
@@ -390,6 +401,7 @@ class ExportSession final : public Session, public std::enable_shared_from_this<
     if (finished_) return;
     finished_ = true;
     deadline_.cancel();
+    keepalive_.cancel();
     conn_->on_close = nullptr;  // this is the one report of the failure
     if (!accepted_) {
       conn_->CloseAfterWrites(reason);  // an ERROR queued just before still goes out
@@ -415,6 +427,7 @@ class ExportSession final : public Session, public std::enable_shared_from_this<
   std::shared_ptr<State> st_;
   std::shared_ptr<HandoffConnection> conn_;
   asio::steady_timer deadline_;
+  asio::steady_timer keepalive_;
   std::string peer_;
   SteadyClock::time_point start_;
   std::vector<uint16_t> slots_;
@@ -426,7 +439,6 @@ class ExportSession final : public Session, public std::enable_shared_from_this<
     core::ExportCursor cursor;
   };
   std::vector<Walker> walkers_;
-  SteadyClock::time_point last_send_ = SteadyClock::now();
   bool accepted_ = false;
   bool finished_ = false;
   size_t released_ = 0;

@@ -49,7 +49,16 @@ struct Member {
     group->Start();
     options.peer_secret = peer_secret;
     HandoffHooks hooks;
-    hooks.on_slot_exporting = [this](uint16_t) { ++exporting; };
+    hooks.on_slot_exporting = [this](uint16_t) {
+      if (++exporting == 1 && stall_last_shard_ms > 0) {
+        group->SubmitTo(
+            kShards - 1,
+            [ms = stall_last_shard_ms.load()](shard::ShardTaskContext&) {
+              std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+            },
+            [] {});
+      }
+    };
     hooks.on_slot_released = [this](uint16_t) { ++released; };
     hooks.on_export_aborted = [this](uint16_t) { ++aborted; };
     hooks.on_slot_importing = [this](uint16_t) { ++importing; };
@@ -150,6 +159,8 @@ struct Member {
   std::thread thread;
   std::atomic<int> exporting{0}, released{0}, aborted{0}, importing{0}, owned{0};
   std::atomic<bool> refuse{false};
+  // When set, an export's start occupies the last shard that long (a slow task, a long drop).
+  std::atomic<int> stall_last_shard_ms{0};
   // Per-slot decisions (per_slot members only); set before the pull that reads them.
   std::map<uint16_t, ExportDecision> decisions;
 };
@@ -379,6 +390,27 @@ TEST(HandoffEngineTest, WrongSecretIsRejectedAndNothingMoves) {
   EXPECT_GE(owner.Counters().rejected_messages, 1u);
   EXPECT_EQ(intruder.importing, static_cast<int>(slots.size()));
   EXPECT_EQ(intruder.owned, 0);
+}
+
+// The gainer's every read has a deadline; an owner whose shard is busy for several of them
+// still sends something (an empty BATCH) so the pull waits for it instead of failing.
+TEST(HandoffEngineTest, AnOwnerShardBusyPastTheMessageDeadlineKeepsThePullAlive) {
+  HandoffOptions options;
+  options.message_timeout = std::chrono::milliseconds(300);
+  Member owner("s", options);
+  Member gainer("s", options);
+  tcp::endpoint endpoint = owner.Listen();
+  std::vector<uint16_t> slots = Populate(owner, 2000);
+  owner.stall_last_shard_ms = 1500;
+  const auto start = std::chrono::steady_clock::now();
+  Member::PullResult result = gainer.Pull(endpoint, slots);
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_TRUE(result.ok) << result.failure.reason;
+  EXPECT_GE(took, std::chrono::milliseconds(1500));
+  EXPECT_EQ(result.slots_done, slots.size());
+  EXPECT_EQ(gainer.Size(), 2000u);
+  EXPECT_EQ(owner.Size(), 0u);
+  EXPECT_EQ(gainer.Counters().deadlines_expired + owner.Counters().deadlines_expired, 0u);
 }
 
 TEST(HandoffEngineTest, ConnectFailureAndRefusalFailEverySlot) {
