@@ -3,18 +3,23 @@
 # the floor (keep-floor, 1 and 2 threads) as the reference for what the kernel alone costs, and an
 # optional third server (PEER_SERVER=/path/to/binary, started with --port P).
 #
-# Every workload runs against every server in turn, ROUNDS times (servers alternate within each
+# Every workload runs against every server in turn, several rounds (servers alternate within each
 # round, so drift hits all of them). Server CPU per request comes from /proc/PID/stat (utime +
 # stime around the run), throughput and latency from keep-bench --json. Output: one table, then
 # one machine-readable line per figure:
 #   RATIO <workload> <metric> keep=<v> redis=<v> keep/redis=<x>
+# where keep= and redis= are each server's figure over the rounds (the mean for CPU per request and
+# throughput, the median for latency) and keep/redis is the same over rounds of the two servers'
+# ratio within the round (see bench/README.md, "Figures").
 # Method and how to read it: bench/README.md.
 #
 # With redis and keep2 among the servers, a last section compares GET over the binary protocol
 # (libkeep, batching on and off) with redis-benchmark's GET at pipeline 1:
 #   RATIO binary_get throughput ... and RATIO binary_get_batching <metric> on=.. off=.. on/off=..
-# Settings (environment): DURATION (s per run, default 2), WARMUP (s, 0.3), ROUNDS (2),
-# OPEN_ROUNDS (rounds of the open-loop workloads, 3),
+# Settings (environment): ROUNDS (rounds of the plain shapes the targets judge: ping, GET and SET
+# at pipeline 1 and 16; default 8), EXTRA_ROUNDS (the other closed-loop workloads, 3), DURATION
+# (s per closed-loop run, 0.6), WARMUP (s, 0.2), OPEN_ROUNDS (rounds of the open-loop workloads,
+# 3), OPEN_DURATION (s per open-loop run, 2),
 # CONNECTIONS (50), KEYS (10000), VALUE_SIZE (128), RATE (open-loop req/s, 20000),
 # BENCH_THREADS (1), WORKLOADS (space-separated subset of the names below), SERVERS (subset of
 # redis keep keep2 floor floor2 peer), BIN (build/bin), KEEP_SERVER, KEEP_BENCH, KEEP_FLOOR,
@@ -31,10 +36,12 @@ KEEP_FLOOR=${KEEP_FLOOR:-$BIN/keep-floor}
 REDIS_SERVER=${REDIS_SERVER:-/usr/bin/redis-server}
 PEER_SERVER=${PEER_SERVER:-}
 PEER_ARGS=${PEER_ARGS:-}
-DURATION=${DURATION:-2}
-WARMUP=${WARMUP:-0.3}
-ROUNDS=${ROUNDS:-2}
+DURATION=${DURATION:-0.6}
+WARMUP=${WARMUP:-0.2}
+ROUNDS=${ROUNDS:-8}
+EXTRA_ROUNDS=${EXTRA_ROUNDS:-3}
 OPEN_ROUNDS=${OPEN_ROUNDS:-3}
+OPEN_DURATION=${OPEN_DURATION:-2}
 CONNECTIONS=${CONNECTIONS:-50}
 KEYS=${KEYS:-10000}
 VALUE_SIZE=${VALUE_SIZE:-128}
@@ -42,34 +49,38 @@ RATE=${RATE:-20000}
 BENCH_THREADS=${BENCH_THREADS:-1}
 HOST=127.0.0.1
 
-# name|keep-bench arguments|populate first (1/0)|floors that run it|rounds
+# name|keep-bench arguments|populate first (1/0)|floors that run it|rounds|seconds per run
 # The floor answers every request with a fixed reply, so its cost is the same for any request of
 # one shape: it runs the plain GET/SET/PING shapes (p1, p16, open loop), which bound the rest.
 # Floors: 2 = both, 1 = the one-thread floor (the two-thread floor is read against keep2's CPU
-# per request, which the open loop does not compare), 0 = none. Rounds: empty = ROUNDS. The open
-# loop's p99.9 is the 40th-worst of 40,000 latencies: one scheduling hiccup of the machine in a
-# run moves it several-fold, so it gets OPEN_ROUNDS rounds and the median rejects one such run
-# (the mean of two, which the median of two is, does not).
+# per request, which the open loop does not compare), 0 = none. Rounds and seconds: empty =
+# ROUNDS and DURATION. The plain shapes are what the targets judge, and a run's figure moves with
+# the state the shared machine is in during it, which a longer run does not average out (runs of
+# 0.7 s and of 2 s spread alike here, keep/redis CPU per request 0.55-0.82 run to run): so they
+# get many short rounds rather than a few long ones. The open loop's p99.9 is the 40th-worst of
+# 40,000 latencies (2 s at 20000/s): one scheduling hiccup of the machine in a run moves it
+# several-fold, so it gets OPEN_ROUNDS rounds and the median rejects one such run (the mean of
+# two, which the median of two is, does not).
 WORKLOAD_TABLE=(
   "ping|--workload ping|0|2"
   "get_p1|--workload get|1|2"
   "get_p16|--workload get --pipeline 16|1|2"
   "set_p1|--workload set|0|2"
   "set_p16|--workload set --pipeline 16|0|2"
-  "mixed|--workload mixed --ratio 9:1|1|0"
-  "incr|--workload incr|0|0"
-  "ratelimit_native|--workload ratelimit --ratelimit-form native|0|0"
-  "ratelimit_lua|--workload ratelimit --ratelimit-form lua|0|0"
-  "ratelimit_gcra|--workload ratelimit --ratelimit-form gcra|0|0"
-  "ratelimit_native_p16|--workload ratelimit --ratelimit-form native --pipeline 16|0|0"
-  "ratelimit_gcra_p16|--workload ratelimit --ratelimit-form gcra --pipeline 16|0|0"
-  "ratelimit_lua_p16|--workload ratelimit --ratelimit-form lua --pipeline 16|0|0"
-  "lock_native|--workload lock --lock-release native|0|0"
-  "lock_lua|--workload lock --lock-release lua|0|0"
-  "coord_native|--workload coord --lock-release native|1|0"
-  "coord_lua|--workload coord --lock-release lua|1|0"
-  "get_open|--workload get --rate $RATE|1|1|$OPEN_ROUNDS"
-  "set_open|--workload set --rate $RATE|0|1|$OPEN_ROUNDS"
+  "mixed|--workload mixed --ratio 9:1|1|0|$EXTRA_ROUNDS"
+  "incr|--workload incr|0|0|$EXTRA_ROUNDS"
+  "ratelimit_native|--workload ratelimit --ratelimit-form native|0|0|$EXTRA_ROUNDS"
+  "ratelimit_lua|--workload ratelimit --ratelimit-form lua|0|0|$EXTRA_ROUNDS"
+  "ratelimit_gcra|--workload ratelimit --ratelimit-form gcra|0|0|$EXTRA_ROUNDS"
+  "ratelimit_native_p16|--workload ratelimit --ratelimit-form native --pipeline 16|0|0|$EXTRA_ROUNDS"
+  "ratelimit_gcra_p16|--workload ratelimit --ratelimit-form gcra --pipeline 16|0|0|$EXTRA_ROUNDS"
+  "ratelimit_lua_p16|--workload ratelimit --ratelimit-form lua --pipeline 16|0|0|$EXTRA_ROUNDS"
+  "lock_native|--workload lock --lock-release native|0|0|$EXTRA_ROUNDS"
+  "lock_lua|--workload lock --lock-release lua|0|0|$EXTRA_ROUNDS"
+  "coord_native|--workload coord --lock-release native|1|0|$EXTRA_ROUNDS"
+  "coord_lua|--workload coord --lock-release lua|1|0|$EXTRA_ROUNDS"
+  "get_open|--workload get --rate $RATE|1|1|$OPEN_ROUNDS|$OPEN_DURATION"
+  "set_open|--workload set --rate $RATE|0|1|$OPEN_ROUNDS|$OPEN_DURATION"
 )
 METRICS=(cpu_us_per_req throughput p99_us p999_us)
 
@@ -140,13 +151,41 @@ start_server() {
   die "$label did not start listening on $HOST:$port"
 }
 
-# CPU ticks (utime + stime of every thread) of a process, from /proc/PID/stat after the comm field.
+# The helpers below set variables instead of printing: a command substitution forks, and at a few
+# hundred runs the forks of a dozen per run took longer than a third of the runs themselves.
+
+# cpu_ticks PID: TICKS = utime + stime of every thread, from /proc/PID/stat after the comm field.
 cpu_ticks() {
-  local stat
-  stat=$(<"/proc/$1/stat")
+  local stat f
+  read -r stat <"/proc/$1/stat"
   stat=${stat##*) }
   read -r -a f <<<"$stat"
-  echo $((f[11] + f[12]))
+  TICKS=$((f[11] + f[12]))
+}
+
+# json_load FILE: J[field] = the value of every field of keep-bench's one-line JSON (flat: numbers
+# and strings, strings unquoted).
+declare -A J
+json_load() {
+  local rest="" value re='"([A-Za-z0-9_]+)":("([^"\\]|\\.)*"|[^],}{[]*)'
+  J=()
+  IFS= read -r -d '' rest <"$1" || true
+  while [[ $rest =~ $re ]]; do
+    value=${BASH_REMATCH[2]}
+    [[ $value == \"* ]] && value=${value:1:${#value}-2}
+    J[${BASH_REMATCH[1]}]=$value
+    rest=${rest#*"${BASH_REMATCH[0]}"}
+  done
+}
+
+# us_per_request TICKS REQUESTS: US = server CPU per request in microseconds, 3 decimals.
+us_per_request() {
+  if (($2 > 0)); then
+    local ns=$((($1 * 1000000000 / CLK_TCK + $2 / 2) / $2))
+    printf -v US '%d.%03d' $((ns / 1000)) $((ns % 1000))
+  else
+    US=n/a
+  fi
 }
 
 # A best-effort FLUSHALL so every run starts from the same state (locks, counters, windows).
@@ -159,7 +198,6 @@ flushall() {
   } 2>/dev/null || true
 }
 
-json_get() { grep -o "\"$1\":[^,}]*" "$2" | head -n1 | cut -d: -f2- | tr -d '"'; }
 
 SERVERS=${SERVERS:-redis keep keep2 floor floor2${PEER_SERVER:+ peer}}
 REFERENCE=${REFERENCE:-redis}
@@ -185,7 +223,7 @@ done
 
 COMMON=(--host "$HOST" --connections "$CONNECTIONS" --threads "$BENCH_THREADS" --keys "$KEYS"
   --value-size "$VALUE_SIZE")
-declare -A RESULT NOTE STATUS
+declare -A RESULT BY_ROUND NOTE STATUS ROUNDS_OF
 
 selected() {
   [[ -z ${WORKLOADS:-} ]] && return 0
@@ -207,48 +245,48 @@ probe() {
     NOTE[$wl|$name]="probe failed: $(cut -c1-100 "$WORK/probe.err")"
     return 1
   fi
-  if [[ $(json_get errors "$out") != 0 ]]; then
-    NOTE[$wl|$name]="-$(json_get first_error "$out" | cut -c1-90)"
+  json_load "$out"
+  if [[ ${J[errors]} != 0 ]]; then
+    NOTE[$wl|$name]="-${J[first_error]:0:90}"
     return 1
   fi
   return 0
 }
 
-# run NAME WORKLOAD POPULATE ARGS: one measured run, appending each metric to RESULT.
+# run NAME WORKLOAD ROUND SECONDS POPULATE ARGS: one measured run, appending each metric to
+# RESULT and keeping it by round in BY_ROUND.
 run_one() {
-  local name=$1 wl=$2 populate=$3
-  shift 3
+  local name=$1 wl=$2 round=$3 seconds=$4 populate=$5
+  shift 5
   local port=${PORT[$name]} pid=${PID[$name]} out="$WORK/run.json" rc=0
+  LAST_RUN=failed
   flushall "$port"
   if ((populate)); then
     "$KEEP_BENCH" "${COMMON[@]}" --port "$port" --populate-only --quiet >/dev/null 2>&1 || true
   fi
-  local before after
-  before=$(cpu_ticks "$pid")
-  "$KEEP_BENCH" "${COMMON[@]}" --port "$port" --duration "$DURATION" --warmup "$WARMUP" \
+  local before
+  cpu_ticks "$pid"
+  before=$TICKS
+  "$KEEP_BENCH" "${COMMON[@]}" --port "$port" --duration "$seconds" --warmup "$WARMUP" \
     --no-populate --json --quiet "$@" >"$out" 2>"$WORK/run.err" || rc=$?
-  after=$(cpu_ticks "$pid")
+  cpu_ticks "$pid"
   if ((rc != 0)); then
     STATUS[$wl|$name]=fail
     NOTE[$wl|$name]="run failed: $(head -c 100 "$WORK/run.err")"
     echo "compare.sh: $wl on ${LABEL[$name]} failed: $(cat "$WORK/run.err")" >&2
     return 0
   fi
-  local total requests errors
-  total=$(json_get requests_total "$out")
-  requests=$(json_get requests "$out")
-  errors=$(json_get errors "$out")
-  local cpu
-  cpu=$(awk -v t=$((after - before)) -v hz="$CLK_TCK" -v n="$total" \
-    'BEGIN { if (n > 0) printf "%.3f", t / hz * 1e6 / n; else print "n/a" }')
-  RESULT[$wl|$name|cpu_us_per_req]+="$cpu "
-  RESULT[$wl|$name|throughput]+="$(json_get throughput "$out") "
-  RESULT[$wl|$name|p50_us]+="$(json_get p50_us "$out") "
-  RESULT[$wl|$name|p99_us]+="$(json_get p99_us "$out") "
-  RESULT[$wl|$name|p999_us]+="$(json_get p999_us "$out") "
-  RESULT[$wl|$name|errors]+="$errors "
-  if [[ $errors != 0 ]]; then
-    NOTE[$wl|$name]="$errors error replies in $requests: -$(json_get first_error "$out" | cut -c1-80)"
+  json_load "$out"
+  us_per_request $((TICKS - before)) "${J[requests_total]}"
+  J[cpu_us_per_req]=$US
+  LAST_RUN="$US us/req, ${J[throughput]%.*} req/s, p99 ${J[p99_us]} us"
+  local metric
+  for metric in cpu_us_per_req throughput p50_us p99_us p999_us; do
+    RESULT[$wl|$name|$metric]+="${J[$metric]} "
+    BY_ROUND[$wl|$name|$metric|$round]=${J[$metric]}
+  done
+  if [[ ${J[errors]} != 0 ]]; then
+    NOTE[$wl|$name]="${J[errors]} error replies in ${J[requests]}: -${J[first_error]:0:80}"
   fi
 }
 
@@ -258,16 +296,53 @@ median() {
            if (NR % 2) printf "%.3f", v[(NR + 1) / 2]; else printf "%.3f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
+# summarize: SUMMARY[M|wl|name|metric] = a server's figure over its rounds, and
+# SUMMARY[P|wl|a|b|metric] = the same over rounds of a's figure over b's in the same round, for
+# every two servers (see ratio_line), all in one awk. CPU per request and throughput are averaged:
+# they add up over requests and seconds, and a server's runs here fall into a fast and a slow mode
+# of the machine (redis-server's SET at pipeline 16: 1.1-1.25 or 1.6-2.2 us per request), where
+# the median of eight jumps from one mode to the other as the count in each moves by one; the
+# latency percentiles take the median, since one hiccup moves a run's p99.9 several-fold.
+declare -A SUMMARY
+summarize() {
+  local key wl name other metric round list k v
+  while read -r k v; do SUMMARY[$k]=$v; done < <(
+    for key in "${!RESULT[@]}"; do
+      echo "M|$key ${RESULT[$key]}"
+      IFS='|' read -r wl name metric <<<"$key"
+      for other in "${STARTED[@]}"; do
+        [[ $other != "$name" && -n ${RESULT[$wl|$other|$metric]:-} ]] || continue
+        list=""
+        for ((round = 1; round <= ROUNDS_OF[$wl]; round++)); do
+          list+="${BY_ROUND[$wl|$name|$metric|$round]:-n/a}/${BY_ROUND[$wl|$other|$metric|$round]:-n/a} "
+        done
+        echo "P|$wl|$name|$other|$metric $list"
+      done
+    done | awk '{
+      n = 0
+      mean = $1 ~ /\|(cpu_us_per_req|throughput)$/
+      for (i = 2; i <= NF; i++) {
+        if (split($i, ab, "/") == 2) {
+          if (ab[1] + 0 > 0 && ab[2] + 0 > 0) v[++n] = ab[1] / ab[2]
+        } else if ($i ~ /^[0-9.]+$/) v[++n] = $i + 0
+      }
+      for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j - 1] > v[j]; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
+      if (n == 0) { print $1, "n/a"; next }
+      if (mean) { sum = 0; for (i = 1; i <= n; i++) sum += v[i]; printf "%s %.3f\n", $1, sum / n }
+      else printf "%s %.3f\n", $1, (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+    }')
+}
+
+# value WL NAME METRIC: V = the server's figure over its rounds (n/a, or fail if every run failed).
 value() {
   local wl=$1 name=$2 metric=$3
   if [[ ${STATUS[$wl|$name]:-} == n/a ]]; then
-    echo n/a
+    V=n/a
   elif [[ ${STATUS[$wl|$name]:-} == fail && -z ${RESULT[$wl|$name|$metric]:-} ]]; then
-    echo fail
-  elif [[ $metric == throughput ]]; then
-    median "${RESULT[$wl|$name|$metric]:-}" | cut -d. -f1
+    V=fail
   else
-    median "${RESULT[$wl|$name|$metric]:-}"
+    V=${SUMMARY[M|$wl|$name|$metric]:-n/a}
+    if [[ $metric == throughput ]]; then V=${V%.*}; fi
   fi
 }
 
@@ -287,45 +362,73 @@ if [[ -x $BIN/keep-core-pingpong ]] && pingpong=$("$BIN/keep-core-pingpong" 2>/d
   echo "compare.sh: one cache line's round trip between two CPUs: $pingpong ns (median of 5)"
 fi
 echo "compare.sh: servers: $(for s in "${STARTED[@]}"; do printf '%s on %s, ' "${LABEL[$s]}" "${PORT[$s]}"; done)"
-echo "compare.sh: $ROUNDS rounds ($OPEN_ROUNDS for the open loop) of ${DURATION}s (+${WARMUP}s warm-up) per run, $CONNECTIONS connections, $KEYS keys, ${VALUE_SIZE}-byte values, open loop at $RATE req/s"
+echo "compare.sh: $ROUNDS rounds of the plain shapes and $EXTRA_ROUNDS of the others, ${DURATION}s (+${WARMUP}s warm-up) per run; open loop at $RATE req/s, $OPEN_ROUNDS rounds of ${OPEN_DURATION}s; $CONNECTIONS connections, $KEYS keys, ${VALUE_SIZE}-byte values"
 
+max_rounds=0
 for entry in "${WORKLOAD_TABLE[@]}"; do
-  IFS='|' read -r wl args populate floors wl_rounds <<<"$entry"
+  IFS='|' read -r wl args _ floors wl_rounds _ <<<"$entry"
   selected "$wl" || continue
   read -r -a wl_args <<<"$args"
+  ROUNDS_OF[$wl]=${wl_rounds:-$ROUNDS}
+  if ((ROUNDS_OF[$wl] > max_rounds)); then max_rounds=${ROUNDS_OF[$wl]}; fi
   for name in "${STARTED[@]}"; do
     runs_on "$name" "$floors" || continue
     probe "$name" "$wl" "${wl_args[@]}" || STATUS[$wl|$name]=n/a
   done
-  for round in $(seq "${wl_rounds:-$ROUNDS}"); do
+done
+# Rounds outermost: each round runs every workload once on every server. The machine's slow spells
+# last seconds (one server's CPU per request up by 60% for two 2 s runs in a row, user and system
+# time alike), and a workload whose rounds all ran within one minute could catch one spell in
+# several of them; spread over the whole script, the spells fall on workloads about evenly.
+for ((round = 1; round <= max_rounds; round++)); do
+  for entry in "${WORKLOAD_TABLE[@]}"; do
+    IFS='|' read -r wl args populate floors _ wl_seconds <<<"$entry"
+    selected "$wl" && ((round <= ROUNDS_OF[$wl])) || continue
+    read -r -a wl_args <<<"$args"
     for name in "${STARTED[@]}"; do
       runs_on "$name" "$floors" || continue
       [[ ${STATUS[$wl|$name]:-} != n/a ]] || continue
-      printf 'compare.sh: %-17s round %d on %s\n' "$wl" "$round" "${LABEL[$name]}" >&2
-      run_one "$name" "$wl" "$populate" "${wl_args[@]}"
+      run_one "$name" "$wl" "$round" "${wl_seconds:-$DURATION}" "$populate" "${wl_args[@]}"
+      printf 'compare.sh: %-17s round %d on %-16s %s\n' "$wl" "$round" "${LABEL[$name]}" "$LAST_RUN" >&2
     done
   done
 done
-elapsed=$(($(date +%s) - started_at))
+summarize
 
 echo
 printf '%-17s %-16s %11s %11s %9s %9s %9s  %s\n' workload server cpu_us/req req/s p50_us p99_us p999_us note
 for entry in "${WORKLOAD_TABLE[@]}"; do
   IFS='|' read -r wl _ _ floors _ <<<"$entry"
   selected "$wl" || continue
-  first=1
+  first=$wl
   for name in "${STARTED[@]}"; do
     runs_on "$name" "$floors" || continue
-    printf '%-17s %-16s %11s %11s %9s %9s %9s  %s\n' "$([[ $first == 1 ]] && echo "$wl")" \
-      "${LABEL[$name]}" "$(value "$wl" "$name" cpu_us_per_req)" \
-      "$(value "$wl" "$name" throughput)" "$(value "$wl" "$name" p50_us)" \
-      "$(value "$wl" "$name" p99_us)" "$(value "$wl" "$name" p999_us)" "${NOTE[$wl|$name]:-}"
-    first=0
+    row=()
+    for metric in cpu_us_per_req throughput p50_us p99_us p999_us; do
+      value "$wl" "$name" "$metric"
+      row+=("$V")
+    done
+    printf '%-17s %-16s %11s %11s %9s %9s %9s  %s\n' "$first" "${LABEL[$name]}" "${row[@]}" \
+      "${NOTE[$wl|$name]:-}"
+    first=""
   done
 done
 echo
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.3f", a / b; else print "n/a" }'; }
+
+# ratio_line WORKLOAD METRIC A B: the RATIO line of A against B: each one's figure over its
+# rounds, then the same over rounds of A's figure over B's in the same round (see summarize). Their
+# runs are seconds apart, so what the machine drifts by between rounds cancels (here one server's
+# CPU per request moved from 9 to 17 us over minutes, and back); the ratio of the two servers'
+# figures would keep it. Rounds where either run failed are left out.
+ratio_line() {
+  local wl=$1 metric=$2 a=$3 b=$4 va
+  value "$wl" "$a" "$metric"
+  va=$V
+  value "$wl" "$b" "$metric"
+  echo "RATIO $wl $metric $a=$va $b=$V $a/$b=${SUMMARY[P|$wl|$a|$b|$metric]:-n/a}"
+}
 
 has() { [[ " ${STARTED[*]} " == *" $1 "* ]]; }
 
@@ -334,19 +437,26 @@ for entry in "${WORKLOAD_TABLE[@]}"; do
   selected "$wl" || continue
   has "$REFERENCE" || continue
   for metric in "${METRICS[@]}"; do
-    r=$(value "$wl" "$REFERENCE" "$metric")
     for name in keep keep2 peer; do
       has "$name" && [[ $name != "$REFERENCE" ]] || continue
-      k=$(value "$wl" "$name" "$metric")
-      echo "RATIO $wl $metric $name=$k $REFERENCE=$r $name/$REFERENCE=$(ratio "$k" "$r")"
+      ratio_line "$wl" "$metric" "$name" "$REFERENCE"
     done
   done
   has redis || continue
-  r=$(value "$wl" redis cpu_us_per_req)
   for name in floor floor2; do
     has "$name" && runs_on "$name" "$floors" || continue
-    f=$(value "$wl" "$name" cpu_us_per_req)
-    echo "RATIO $wl cpu_us_per_req $name=$f redis=$r $name/redis=$(ratio "$f" "$r")"
+    ratio_line "$wl" cpu_us_per_req "$name" redis
+  done
+done
+# Keep against the floor with as many threads: what Keep spends above the kernel's path, and for
+# two shards the sharding target (keep2/floor2 at pipeline 1 and 16).
+for entry in "${WORKLOAD_TABLE[@]}"; do
+  IFS='|' read -r wl _ _ floors _ <<<"$entry"
+  selected "$wl" || continue
+  for pair in keep:floor keep2:floor2; do
+    IFS=: read -r name floor <<<"$pair"
+    has "$name" && has "$floor" && runs_on "$floor" "$floors" || continue
+    ratio_line "$wl" cpu_us_per_req "$name" "$floor"
   done
 done
 # Keep's native commands against the Redis recipe each replaces (the Lua script by EVALSHA on
@@ -356,10 +466,12 @@ for pair in "ratelimit_native|ratelimit_lua" "ratelimit_gcra|ratelimit_lua" \
   "lock_native|lock_lua" "coord_native|coord_lua"; do
   IFS='|' read -r native recipe <<<"$pair"
   selected "$native" && selected "$recipe" && has redis || continue
-  r=$(value "$recipe" redis cpu_us_per_req)
+  value "$recipe" redis cpu_us_per_req
+  r=$V
   for name in keep keep2; do
     has "$name" || continue
-    k=$(value "$native" "$name" cpu_us_per_req)
+    value "$native" "$name" cpu_us_per_req
+    k=$V
     label=${native/_native/}_native_vs_lua
     [[ $native == *gcra* ]] && label=${native/_gcra/}_gcra_vs_lua
     echo "RATIO $label cpu_us_per_req $name=$k redis=$r $name/redis=$(ratio "$k" "$r")"
@@ -373,39 +485,42 @@ done
 BINARY=${BINARY:-1}
 REDIS_BENCH_REQUESTS=${REDIS_BENCH_REQUESTS:-200000}
 binary_run() {  # binary_run LABEL [keep-bench flags]: appends to BIN_RESULT
-  local label=$1 port=${PORT[keep2]} pid=${PID[keep2]} out="$WORK/binary.json" before after
+  local label=$1 port=${PORT[keep2]} pid=${PID[keep2]} out="$WORK/binary.json" before
   shift
   flushall "$port"
   "$KEEP_BENCH" --protocol binary --host "$HOST" --port "$port" --keys "$KEYS" \
     --value-size "$VALUE_SIZE" --populate-only --quiet >/dev/null 2>&1 || true
-  before=$(cpu_ticks "$pid")
+  cpu_ticks "$pid"
+  before=$TICKS
   if ! "$KEEP_BENCH" --protocol binary "${COMMON[@]}" --port "$port" --duration "$DURATION" \
     --warmup "$WARMUP" --no-populate --json --quiet "$@" >"$out" 2>"$WORK/binary.err"; then
     echo "compare.sh: binary get ($label) failed: $(cat "$WORK/binary.err")" >&2
     return 0
   fi
-  after=$(cpu_ticks "$pid")
-  BIN_RESULT[$label|throughput]+="$(json_get throughput "$out") "
-  BIN_RESULT[$label|p99_us]+="$(json_get p99_us "$out") "
-  BIN_RESULT[$label|cpu_us_per_req]+="$(awk -v t=$((after - before)) -v hz="$CLK_TCK" \
-    -v n="$(json_get requests_total "$out")" 'BEGIN { if (n > 0) printf "%.3f", t / hz * 1e6 / n; else print "n/a" }') "
+  cpu_ticks "$pid"
+  json_load "$out"
+  us_per_request $((TICKS - before)) "${J[requests_total]}"
+  BIN_RESULT[$label|throughput]+="${J[throughput]} "
+  BIN_RESULT[$label|p99_us]+="${J[p99_us]} "
+  BIN_RESULT[$label|cpu_us_per_req]+="$US "
 }
 redis_benchmark_run() {
-  local pid=${PID[redis]} before after csv rps
-  before=$(cpu_ticks "$pid")
+  local pid=${PID[redis]} before csv rps
+  cpu_ticks "$pid"
+  before=$TICKS
   csv=$(redis-benchmark -h "$HOST" -p "${PORT[redis]}" -t get -c "$CONNECTIONS" -P 1 -r "$KEYS" \
     -n "$REDIS_BENCH_REQUESTS" --csv -q 2>/dev/null | grep '^"GET"' || true)
-  after=$(cpu_ticks "$pid")
+  cpu_ticks "$pid"
   rps=$(cut -d, -f2 <<<"$csv" | tr -d '"')
   [[ -n $rps ]] || return 0
   BIN_RESULT[redis_p1|throughput]+="$rps "
   BIN_RESULT[redis_p1|p99_us]+="$(awk -v ms="$(cut -d, -f7 <<<"$csv" | tr -d '"')" 'BEGIN { printf "%.1f", ms * 1000 }') "
-  BIN_RESULT[redis_p1|cpu_us_per_req]+="$(awk -v t=$((after - before)) -v hz="$CLK_TCK" \
-    -v n="$REDIS_BENCH_REQUESTS" 'BEGIN { printf "%.3f", t / hz * 1e6 / n }') "
+  us_per_request $((TICKS - before)) "$REDIS_BENCH_REQUESTS"
+  BIN_RESULT[redis_p1|cpu_us_per_req]+="$US "
 }
 if ((BINARY)) && selected binary_get && has keep2 && has redis && command -v redis-benchmark >/dev/null; then
   declare -A BIN_RESULT
-  for round in $(seq "$ROUNDS"); do
+  for round in $(seq "$EXTRA_ROUNDS"); do
     printf 'compare.sh: %-17s round %d\n' binary_get "$round" >&2
     binary_run batching_on
     binary_run batching_off --no-batching

@@ -22,10 +22,12 @@ SERVERS="keep peer" REFERENCE=keep PEER_SERVER="$NOMETRICS_SERVER" \
   PEER_ARGS="--bind 127.0.0.1 --shards 1" PEER_LABEL="keep 1 shard, metrics off" \
   WORKLOADS=${WORKLOADS:-"get_p1 get_p16 set_p16"} "$ROOT/bench/compare.sh" | tee "$out"
 
-grep '^RATIO [^ ]* cpu_us_per_req peer=' "$out" | while read -r _ wl _ peer keep _; do
+# on/off is the inverse of compare.sh's paired peer/keep (the mean over rounds of the two runs'
+# ratio within a round).
+grep '^RATIO [^ ]* cpu_us_per_req peer=' "$out" | while read -r _ wl _ peer keep paired; do
   on=${keep#keep=}
   off=${peer#peer=}
-  awk -v wl="$wl" -v on="$on" -v off="$off" 'BEGIN {
-    r = (on + 0 > 0 && off + 0 > 0) ? sprintf("%.3f", on / off) : "n/a"
+  awk -v wl="$wl" -v on="$on" -v off="$off" -v paired="${paired#peer/keep=}" 'BEGIN {
+    r = (paired + 0 > 0) ? sprintf("%.3f", 1 / paired) : "n/a"
     printf "RATIO metrics_cost %s cpu_us_per_req on=%s off=%s on/off=%s\n", wl, on, off, r }'
 done

@@ -1,0 +1,83 @@
+"""bench/compare.sh end to end, on a tiny configuration: every server gets a run per round, each
+run's figures are printed as it ends, and the RATIO lines hold what bench/README.md says they do
+(for CPU per request: each server's mean over rounds, and the mean over rounds of the two
+servers' ratio within a round). Settings it cannot use fail with a message, not a half-printed table.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import statistics
+import subprocess
+from pathlib import Path
+
+import pytest
+from helpers.server import keep_bin
+
+pytestmark = [pytest.mark.keep_only, pytest.mark.timeout(120)]
+
+SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "compare.sh"
+RUN_LINE = re.compile(r"^compare\.sh: (\S+) +round (\d+) on (.+?) +([0-9.]+) us/req, (\d+) req/s")
+LABELS = {"redis-server": "redis", "keep 1 shard": "keep", "floor 1 thread": "floor"}
+
+
+def run_compare(timeout: float = 100, **settings: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "BIN": str(keep_bin().parent), **settings}
+    return subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def ratio_lines(stdout: str) -> dict[tuple[str, str, str, str], tuple[float, float, float]]:
+    """(workload, metric, a, b) -> (a's value, b's value, a/b) from the RATIO lines."""
+    lines = {}
+    for line in stdout.splitlines():
+        m = re.fullmatch(r"RATIO (\S+) (\S+) (\w+)=(\S+) (\w+)=(\S+) (\w+)/(\w+)=(\S+)", line)
+        if m:
+            wl, metric, a, va, b, vb, ra, rb, r = m.groups()
+            assert (ra, rb) == (a, b), line
+            lines[(wl, metric, a, b)] = (float(va), float(vb), float(r))
+    return lines
+
+
+@pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server is not installed")
+def test_cpu_ratios_are_means_of_rounds_and_of_per_round_ratios():
+    rounds = 3
+    result = run_compare(SERVERS="redis keep floor", WORKLOADS="ping get_p1", ROUNDS=str(rounds),
+                         DURATION="0.2", WARMUP="0.05", BINARY="0")
+    assert result.returncode == 0, result.stderr
+    assert "compare.sh: done in" in result.stdout
+
+    cpu: dict[tuple[str, str], dict[int, float]] = {}
+    for line in result.stderr.splitlines():
+        m = RUN_LINE.match(line)
+        if m:
+            wl, rnd, label, us = m.group(1), int(m.group(2)), m.group(3), float(m.group(4))
+            cpu.setdefault((wl, LABELS[label]), {})[rnd] = us
+    for wl in ("ping", "get_p1"):
+        for name in ("redis", "keep", "floor"):
+            assert sorted(cpu[(wl, name)]) == list(range(1, rounds + 1)), (wl, name)
+
+    lines = ratio_lines(result.stdout)
+    for wl in ("ping", "get_p1"):
+        for a, b in (("keep", "redis"), ("floor", "redis"), ("keep", "floor")):
+            va, vb, r = lines[(wl, "cpu_us_per_req", a, b)]
+            assert va == pytest.approx(statistics.mean(cpu[(wl, a)].values()), abs=2e-3)
+            assert vb == pytest.approx(statistics.mean(cpu[(wl, b)].values()), abs=2e-3)
+            per_round = [cpu[(wl, a)][n] / cpu[(wl, b)][n] for n in range(1, rounds + 1)]
+            assert r == pytest.approx(statistics.mean(per_round), abs=2e-3), (wl, a, b)
+        assert (wl, "throughput", "keep", "redis") in lines
+        assert (wl, "p999_us", "keep", "redis") in lines
+
+
+def test_an_unknown_server_or_a_missing_binary_fails_with_a_message(tmp_path):
+    result = run_compare(SERVERS="keep nosuch", WORKLOADS="ping", ROUNDS="1", DURATION="0.1",
+                         BINARY="0", timeout=30)
+    assert result.returncode != 0
+    assert "unknown server 'nosuch'" in result.stderr
+    assert "RATIO" not in result.stdout
+
+    result = run_compare(SERVERS="keep", WORKLOADS="ping", BIN=str(tmp_path), timeout=30)
+    assert result.returncode != 0
+    assert "is missing: build first" in result.stderr
