@@ -200,7 +200,6 @@ flushall() {
   } 2>/dev/null || true
 }
 
-
 SERVERS=${SERVERS:-redis keep keep2 floor floor2${PEER_SERVER:+ peer}}
 REFERENCE=${REFERENCE:-redis}
 for s in $SERVERS; do
@@ -298,13 +297,14 @@ median() {
            if (NR % 2) printf "%.3f", v[(NR + 1) / 2]; else printf "%.3f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
-# summarize: SUMMARY[M|wl|name|metric] = a server's figure over its rounds, and
-# SUMMARY[P|wl|a|b|metric] = the same over rounds of a's figure over b's in the same round, for
-# every two servers (ratio_line uses it for CPU per request and throughput), all in one awk. CPU per request and throughput are averaged:
-# they add up over requests and seconds, and a server's runs here fall into a fast and a slow mode
-# of the machine (redis-server's SET at pipeline 16: 1.1-1.25 or 1.6-2.2 us per request), where
-# the median of eight jumps from one mode to the other as the count in each moves by one; the
-# latency percentiles take the median, since one hiccup moves a run's p99.9 several-fold.
+# summarize: SUMMARY[M|wl|name|metric] = a server's figure over its rounds, and for CPU per
+# request and throughput SUMMARY[P|wl|a|b|metric] = the mean over rounds of a's figure over b's in
+# the same round, for every two servers (see ratio_line), all in one awk. CPU per request and
+# throughput are averaged: they add up over requests and seconds, and a server's runs here fall
+# into a fast and a slow mode of the machine (redis-server's SET at pipeline 16: 1.1-1.25 or
+# 1.6-2.2 us per request), where the median of eight jumps from one mode to the other as the count
+# in each moves by one. The latency percentiles take the median: one hiccup moves a run's p99.9
+# several-fold.
 declare -A SUMMARY
 summarize() {
   local key wl name other metric round list k v
@@ -312,6 +312,7 @@ summarize() {
     for key in "${!RESULT[@]}"; do
       echo "M|$key ${RESULT[$key]}"
       IFS='|' read -r wl name metric <<<"$key"
+      [[ $metric == cpu_us_per_req || $metric == throughput ]] || continue
       for other in "${STARTED[@]}"; do
         [[ $other != "$name" && -n ${RESULT[$wl|$other|$metric]:-} ]] || continue
         list=""

@@ -1,7 +1,8 @@
 """bench/compare.sh end to end, on a tiny configuration: every server gets a run per round, each
 run's figures are printed as it ends, and the RATIO lines hold what bench/README.md says they do
 (for CPU per request: each server's mean over rounds, and the mean over rounds of the two
-servers' ratio within a round; for percentiles the quotient of the two medians). Settings it cannot use fail with a message, not a half-printed table.
+servers' ratio within a round; for percentiles the quotient of the two medians). Settings it
+cannot use fail with a message, not a half-printed table.
 """
 
 from __future__ import annotations
