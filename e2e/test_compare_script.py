@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import statistics
 import subprocess
 from pathlib import Path
@@ -42,7 +41,6 @@ def ratio_lines(stdout: str) -> dict[tuple[str, str, str, str], tuple[float, flo
     return lines
 
 
-@pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server is not installed")
 def test_cpu_ratios_are_means_of_rounds_and_of_per_round_ratios():
     rounds = 3
     result = run_compare(SERVERS="redis keep floor", WORKLOADS="ping get_p1", ROUNDS=str(rounds),
