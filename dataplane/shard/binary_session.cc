@@ -553,7 +553,7 @@ void Shard::BinaryTick() {
 int Shard::BinaryTimeoutMs(int timeout_ms) const {
   if (binary_hub_.empty()) return timeout_ms;
   int64_t until = std::max<int64_t>(0, binary_hub_.next_scan_ms - now_ms_);
-  return static_cast<int>(std::min<int64_t>(timeout_ms, until));
+  return SoonerTimeout(timeout_ms, static_cast<int>(std::min<int64_t>(until, INT32_MAX)));
 }
 
 }  // namespace keep::shard

@@ -9,6 +9,7 @@
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,6 +38,10 @@ constexpr size_t kTurnInputSize = 64 * kScratchReadSize;
 // A pending large bulk may be read in bigger steps: it is one request, so fairness is unharmed.
 constexpr size_t kLargeReadSize = 1024 * 1024;
 constexpr int kMaxEvents = 256;
+// The tick (Timers) comes from a periodic timerfd among the shard's epoll events, so a shard with
+// nothing else to wait for blocks without a timeout: an epoll_wait that times out arms and cancels
+// a kernel timer on every sleep, about 1 us each on this VM (4-5% of a request's CPU at 20k
+// requests/s, measured against the same build waiting with a timeout).
 constexpr int kTimerPeriodMs = 100;
 // Backpressure (design §2.4): a connection with this many replies owed or this much unsent
 // output is not read until its client catches up.
@@ -119,6 +124,7 @@ void PrefetchShared(const void* data, size_t size) {
 
 // epoll data for things that are not connections: small integers never valid as pointers.
 constexpr uint64_t kWakeTag = 1;
+constexpr uint64_t kTickTag = 2;
 constexpr uint64_t kListenTagBase = 16;
 
 void PackArgs(std::span<const std::string_view> args, std::string* bytes,
@@ -206,6 +212,16 @@ Shard::Shard(ShardGroup* group, ShardOptions options)
   event.events = EPOLLIN | EPOLLET;
   event.data.u64 = kWakeTag;
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &event);
+  // Read at each expiry: a periodic timerfd arms its next expiry when read.
+  tick_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+  const timespec period{.tv_sec = kTimerPeriodMs / 1000,
+                        .tv_nsec = (kTimerPeriodMs % 1000) * 1'000'000L};
+  const itimerspec every_period{.it_interval = period, .it_value = period};
+  timerfd_settime(tick_fd_, 0, &every_period, nullptr);
+  epoll_event tick_event{};
+  tick_event.events = EPOLLIN;
+  tick_event.data.u64 = kTickTag;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, tick_fd_, &tick_event);
   for (size_t i = 0; i < options_.listen_fds.size(); ++i) {
     epoll_event listen_event{};
     listen_event.events = EPOLLIN;
@@ -228,6 +244,7 @@ Shard::~Shard() {
     if (fd >= 0) close(fd);
   }
   close(wake_fd_);
+  close(tick_fd_);
   close(epoll_fd_);
   for (Envelope* e : envelope_pool_) delete e;
   for (PendingReply* s : slot_pool_) delete s;
@@ -263,7 +280,6 @@ void Shard::Run() {
   // The coalescing pause (kCoalesceNs) ends when asked, not up to the default 50 us later.
   prctl(PR_SET_TIMERSLACK, 1000, 0, 0, 0);
   now_ms_ = clock_.NowMillis();
-  next_timer_ms_ = now_ms_ + kTimerPeriodMs;
   while (true) {
     if (!stopping_ && group_->stop_requested()) BeginStop();
     if (stopping_) {
@@ -278,9 +294,9 @@ void Shard::Run() {
     // than a slice a period reclaims: go on next turn without parking.
     bool busy = evicting_ || expiry_backlog_ || !resume_list_.empty() || HasOutbound() ||
                 group_->tasks().HasWork(options_.index);
-    int timeout = busy ? 0 : static_cast<int>(std::max<int64_t>(0, next_timer_ms_ - now_ms_));
-    if (expiring_ || defragmenting_) timeout = std::min(timeout, kBackgroundPeriodMs);
-    if (stopping_) timeout = std::min(timeout, 10);
+    int timeout = busy ? 0 : kWaitForEvents;
+    if (expiring_ || defragmenting_) timeout = SoonerTimeout(timeout, kBackgroundPeriodMs);
+    if (stopping_) timeout = SoonerTimeout(timeout, 10);
     timeout = BinaryTimeoutMs(timeout);
     Turn(timeout);
   }
@@ -291,7 +307,7 @@ void Shard::Run() {
 
 void Shard::Turn(int timeout_ms) {
   epoll_event events[kMaxEvents];
-  if (timeout_ms > 0) {
+  if (timeout_ms != 0) {
     parked_.store(true, std::memory_order_seq_cst);
     // A producer that pushed before seeing the flag did not wake us: look once more.
     for (int from = 0; from < options_.count; ++from) {
@@ -326,6 +342,11 @@ void Shard::Turn(int timeout_ms) {
   for (int i = 0; i < ready; ++i) {
     uint64_t tag = events[i].data.u64;
     if (tag == kWakeTag) continue;
+    if (tag == kTickTag) {
+      uint64_t expirations = 0;
+      tick_due_ = read(tick_fd_, &expirations, sizeof(expirations)) > 0 || tick_due_;
+      continue;
+    }
     if (tag >= kListenTagBase && tag < kListenTagBase + options_.listen_fds.size()) {
       Accept(options_.listen_fds[tag - kListenTagBase]);
       continue;
@@ -389,8 +410,8 @@ void Shard::Turn(int timeout_ms) {
   }
   EnforceMemoryCap();
   DefragFor(kDefragBudgetPerTurn, background_deadline);
-  if (now_ms_ >= next_timer_ms_) {
-    next_timer_ms_ = now_ms_ + kTimerPeriodMs;
+  if (tick_due_) {
+    tick_due_ = false;
     Timers(background_deadline);
   }
   BinaryTick();

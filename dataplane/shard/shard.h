@@ -4,6 +4,7 @@
 // rings), drains the rings from other shards, then sends each connection's replies in one call.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -269,6 +270,9 @@ class Shard final : public commands::ShardServices {
   void BinaryClosed(Connection* conn);
   int64_t BinaryPublish(std::string_view channel, std::string_view message);
   void BinaryTick();
+  // epoll_wait timeouts in ms: kWaitForEvents blocks until an event (the tick is one).
+  static constexpr int kWaitForEvents = -1;
+  static int SoonerTimeout(int a, int b) { return a < 0 ? b : b < 0 ? a : std::min(a, b); }
   int BinaryTimeoutMs(int timeout_ms) const;
 
   Gather* NewGather();
@@ -361,7 +365,8 @@ class Shard final : public commands::ShardServices {
   std::vector<HandoverSend> handover_sends_;
   std::vector<PendingReply*> slot_pool_;
   std::vector<Gather*> gather_pool_;
-  int64_t next_timer_ms_ = 0;
+  int tick_fd_ = -1;       // a periodic timerfd: Timers every kTimerPeriodMs
+  bool tick_due_ = false;  // it fired since Timers last ran
   uint64_t random_state_;
   uint64_t background_ticks_;    // kBackgroundWorkUs in CycleClock ticks
   uint64_t wait_blocked_ticks_;  // kWaitBlockedUs in CycleClock ticks

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace keep::shard {
@@ -98,6 +99,22 @@ TEST_P(SocketBatchTest, OneSystemCallPerBatchWithIoUring) {
   EXPECT_EQ(batch_.Run().size(), 32u);
   EXPECT_EQ(batch_.system_calls() - before, batch_.io_uring() ? 1u : 32u);
   EXPECT_TRUE(batch_.Run().empty());  // nothing queued: nothing done
+}
+
+TEST_P(SocketBatchTest, OneOperationIsOnePlainCallOnEitherBackend) {
+  SocketPair pair;
+  batch_.Send(pair.fds[0], "ping", 4);
+  const uint64_t before = batch_.system_calls();
+  EXPECT_EQ(batch_.Run()[0], 4);
+  EXPECT_EQ(batch_.system_calls() - before, 1u);
+  char buffer[8];
+  batch_.Recv(pair.fds[1], buffer, sizeof(buffer));
+  EXPECT_EQ(batch_.Run()[0], 4);
+  EXPECT_EQ(std::string_view(buffer, 4), "ping");
+  batch_.Recv(pair.fds[1], buffer, sizeof(buffer));
+  EXPECT_EQ(batch_.Run()[0], -EAGAIN);
+  // The ring is still there for the next batch of several.
+  EXPECT_EQ(batch_.io_uring(), GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, SocketBatchTest, ::testing::Values(true, false),
