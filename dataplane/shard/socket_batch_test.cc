@@ -101,7 +101,7 @@ TEST_P(SocketBatchTest, OneSystemCallPerBatchWithIoUring) {
   EXPECT_TRUE(batch_.Run().empty());  // nothing queued: nothing done
 }
 
-TEST_P(SocketBatchTest, OneOperationIsOnePlainCallOnEitherBackend) {
+TEST_P(SocketBatchTest, OneOperationIsOneSystemCallOnEitherBackend) {
   SocketPair pair;
   batch_.Send(pair.fds[0], "ping", 4);
   const uint64_t before = batch_.system_calls();
