@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 
@@ -214,6 +215,11 @@ Shard::Shard(ShardGroup* group, ShardOptions options)
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &event);
   // Read at each expiry: a periodic timerfd arms its next expiry when read.
   tick_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+  if (tick_fd_ < 0) {
+    // Without its tick a shard would stop publishing metrics and timing out idle clients.
+    std::perror("keep: timerfd for the shard's tick");
+    std::abort();
+  }
   const timespec period{.tv_sec = kTimerPeriodMs / 1000,
                         .tv_nsec = (kTimerPeriodMs % 1000) * 1'000'000L};
   const itimerspec every_period{.it_interval = period, .it_value = period};
@@ -344,7 +350,7 @@ void Shard::Turn(int timeout_ms) {
     if (tag == kWakeTag) continue;
     if (tag == kTickTag) {
       uint64_t expirations = 0;
-      tick_due_ = read(tick_fd_, &expirations, sizeof(expirations)) > 0 || tick_due_;
+      if (read(tick_fd_, &expirations, sizeof(expirations)) > 0) tick_due_ = true;
       continue;
     }
     if (tag >= kListenTagBase && tag < kListenTagBase + options_.listen_fds.size()) {

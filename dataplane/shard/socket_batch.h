@@ -8,7 +8,8 @@
 // MSG_DONTWAIT, so the kernel performs it at once, as the plain call would, and answers -EAGAIN
 // rather than waiting for the socket; the results are there when the call returns. Where io_uring
 // is not available (an old kernel, or a seccomp profile that refuses it, as Docker's default
-// does) the same batch makes the plain calls instead.
+// does) the same batch makes the plain calls instead, as does a batch of one operation, which
+// io_uring would only make dearer.
 #pragma once
 
 #include <sys/types.h>
