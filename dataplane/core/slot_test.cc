@@ -16,6 +16,34 @@ TEST(SlotTest, HashTagRules) {
   EXPECT_EQ(HashTag("open{only"), "open{only");
 }
 
+// HashTag looks for '{' a word at a time in short keys: a brace at any offset of any length, and
+// bytes that differ from '{' by one bit or borrow into the next lane, must be told apart.
+TEST(SlotTest, HashTagFindsTheBraceAtEveryOffset) {
+  auto reference = [](std::string_view key) {
+    size_t open = key.find('{');
+    if (open == std::string_view::npos) return key;
+    size_t close = key.find('}', open + 1);
+    if (close == std::string_view::npos || close == open + 1) return key;
+    return key.substr(open + 1, close - open - 1);
+  };
+  for (char filler : {'a', 'z', ';', 'k', '\xfb', '\x7c', '\0', '\x80'}) {
+    for (size_t length = 0; length <= 40; ++length) {
+      const std::string plain(length, filler);
+      EXPECT_EQ(HashTag(plain), plain);
+      for (size_t open = 0; open < length; ++open) {
+        std::string key = plain;
+        key[open] = '{';
+        EXPECT_EQ(HashTag(key), reference(key)) << length << " " << open;
+        for (size_t close = open + 1; close < length; ++close) {
+          std::string tagged = key;
+          tagged[close] = '}';
+          EXPECT_EQ(HashTag(tagged), reference(tagged)) << length << " " << open << " " << close;
+        }
+      }
+    }
+  }
+}
+
 TEST(SlotTest, Crc16MatchesRedisCluster) {
   SlotFunction slot(SlotHash::kCrc16, "");
   // Values from redis-cli CLUSTER KEYSLOT against Redis Cluster.

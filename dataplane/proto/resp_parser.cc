@@ -1,5 +1,7 @@
 #include "dataplane/proto/resp_parser.h"
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -155,9 +157,56 @@ ParseStatus RespParser::Parse(std::string_view data, std::vector<std::string_vie
   return ParseAppending(data, args, consumed);
 }
 
+// Inlined into ParseAppending: the calls down to ParseMultibulk cost as much as this whole parse.
+[[gnu::always_inline]] inline bool RespParser::ParseCanonical(std::string_view data,
+                                                              std::vector<std::string_view>* args,
+                                                              size_t* consumed) {
+  const char* const p = data.data();
+  const char* const end = p + data.size();
+  // "*<1-9>\r" and the byte after it (Redis skips it unread).
+  if (data.size() < 4 || static_cast<unsigned char>(p[1] - '1') > 8 || p[2] != '\r') return false;
+  const auto count = static_cast<size_t>(p[1] - '0');
+  if (count > limits_.max_multibulk_len) return false;
+  const size_t first = args->size();
+  if (args->capacity() < first + count) args->reserve(first + count);
+  const char* at = p + 4;
+  for (size_t i = 0; i < count; ++i) {
+    // "$<length>\r" and one byte: one digit, or up to kMaxLengthDigits without a leading zero.
+    constexpr ptrdiff_t kMaxLengthDigits = 5;
+    if (end - at < 4 || at[0] != '$') break;
+    auto digit = static_cast<unsigned char>(at[1] - '0');
+    if (digit > 9) break;
+    size_t length = digit;
+    const char* cursor = at + 2;
+    if (*cursor != '\r') {
+      if (length == 0) break;
+      const char* const digits_end = at + 1 + std::min(kMaxLengthDigits, end - (at + 1));
+      while (cursor < digits_end && (digit = static_cast<unsigned char>(*cursor - '0')) <= 9) {
+        length = length * 10 + digit;
+        ++cursor;
+      }
+      if (end - cursor < 2 || *cursor != '\r') break;
+    }
+    cursor += 2;
+    if (length > limits_.max_bulk_len || static_cast<size_t>(end - cursor) < length + 2) break;
+    args->emplace_back(cursor, length);
+    at = cursor + length + 2;
+  }
+  if (args->size() - first != count) {
+    args->resize(first);
+    return false;
+  }
+  *consumed = static_cast<size_t>(at - p);
+  return true;
+}
+
 ParseStatus RespParser::ParseAppending(std::string_view data, std::vector<std::string_view>* args,
                                        size_t* consumed) {
   needed_ = 0;
+  if (canonical_fast_path_ && !data.empty() && data[0] == '*' &&
+      ParseCanonical(data, args, consumed)) {
+    return ParseStatus::kComplete;
+  }
   *consumed = 0;
   if (data.empty()) return ParseStatus::kIncomplete;
   const size_t before = args->size();

@@ -549,6 +549,61 @@ TEST(RespParserMixed, EmptyInputIsIncomplete) {
   EXPECT_EQ(out.consumed, 0u);
 }
 
+// The canonical fast path (ParseCanonical) must answer exactly as the general parse would: same
+// status, arguments, bytes consumed, error and needed(), for every prefix of real requests and
+// every single-byte change of them (a digit too many, a leading zero, a missing '\r', a limit).
+TEST(RespParserCanonical, AgreesWithTheGeneralParse) {
+  const std::vector<std::string> requests = {
+      "*2\r\n$3\r\nGET\r\n$8\r\nkey:1234\r\n",
+      "*3\r\n$3\r\nSET\r\n$3\r\nabc\r\n$0\r\n\r\n*1\r\n$4\r\nPING\r\n",
+      "*1\r\n$12345\r\n" + std::string(12345, 'v') + "\r\n",
+      "*9\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n$1\r\nd\r\n$1\r\ne\r\n$1\r\nf\r\n"
+      "$1\r\ng\r\n$1\r\nh\r\n$10\r\n0123456789\r\n",
+      "*2\r\n$123456\r\n" + std::string(123456, 'w') + "\r\n$2\r\nok\r\n",
+  };
+  const std::string mutations = std::string("0129$*\r\n-+ a") + '\0';
+  for (const RespLimits& limits : {RespLimits{}, RespLimits{.max_bulk_len = 9,
+                                                          .max_multibulk_len = 2}}) {
+    RespParser fast(limits);
+    RespParser general(limits);
+    general.set_canonical_fast_path(false);
+    auto agree = [&](std::string_view input) {
+      std::vector<std::string_view> fast_args = {"kept"};
+      std::vector<std::string_view> general_args = {"kept"};
+      size_t fast_consumed = 7;
+      size_t general_consumed = 7;
+      const ParseStatus fast_status = fast.ParseAppending(input, &fast_args, &fast_consumed);
+      const ParseStatus general_status =
+          general.ParseAppending(input, &general_args, &general_consumed);
+      ASSERT_EQ(fast_status, general_status) << input.substr(0, 64);
+      ASSERT_EQ(fast_args, general_args) << input.substr(0, 64);
+      ASSERT_EQ(fast_consumed, general_consumed) << input.substr(0, 64);
+      ASSERT_EQ(fast.needed(), general.needed()) << input.substr(0, 64);
+      if (fast_status == ParseStatus::kError) {
+        ASSERT_EQ(fast.error(), general.error());
+      }
+    };
+    for (const std::string& request : requests) {
+      const size_t step = request.size() > 1000 ? 97 : 1;
+      for (size_t length = 1; length <= request.size(); length += step) {
+        agree(std::string_view(request).substr(0, length));
+      }
+      agree(request);
+      const size_t mutate_up_to = std::min<size_t>(request.size(), 40);
+      for (size_t at = 0; at < mutate_up_to; ++at) {
+        for (char byte : mutations) {
+          std::string changed = request;
+          changed[at] = byte;
+          agree(changed);
+          std::string inserted = request;
+          inserted.insert(at, 1, byte);
+          agree(inserted);
+        }
+      }
+    }
+  }
+}
+
 TEST(PeekMultibulkArgument, NamesTheArgumentsOfAWholeRequest) {
   const std::string_view request = "*3\r\n$3\r\nSET\r\n$5\r\nkey:1\r\n$2\r\nab\r\n";
   std::string_view arg;

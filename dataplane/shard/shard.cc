@@ -1001,6 +1001,20 @@ void Shard::RunBatch(Envelope* batch) {
   batch->replies.clear();
   batch->reply_ends.clear();
   batch->unsent.clear();
+  handover_out_.clear();
+  handover_sends_.clear();
+  // The replies of a handed-over connection are written straight into its output (handover_out_),
+  // each between the origin's own replies around it (`local`), so SendHandovers sends them as
+  // they are instead of copying every reply once more to put them in order.
+  const std::vector<Envelope::Handover>& handovers = batch->handovers;
+  const uint32_t* local_ends = batch->local_ends.data();
+  size_t next_handover = 0;  // the first handover not yet written
+  uint32_t segment = 0;      // the local segment to write after the next reply of it
+  size_t output_begin = 0;
+  auto append_local = [&](uint32_t index) {
+    const uint32_t begin = index == 0 ? 0 : local_ends[index - 1];
+    handover_out_.append(batch->local, begin, local_ends[index] - begin);
+  };
   size_t requests = 0;
   const std::string& bytes = batch->requests;
   PrefetchShared(bytes.data(), bytes.size());
@@ -1030,11 +1044,19 @@ void Shard::RunBatch(Envelope* batch) {
                            static_cast<int>(header.resp_version)};
       ++count;
     }
-    requests += count;
     store_.PrefetchKeys(std::span(batch_keys_.data(), keys));
     for (size_t i = 0; i < count; ++i) {
       const ForwardedRequest& request = forwarded_[i];
-      proto::ReplyWriter writer(&batch->replies, request.resp_version);
+      const size_t index = requests + i;
+      const bool handed_over =
+          next_handover < handovers.size() && index >= handovers[next_handover].first_request;
+      if (handed_over && index == handovers[next_handover].first_request) {
+        output_begin = handover_out_.size();
+        segment = handovers[next_handover].first_segment;
+        append_local(segment++);
+      }
+      proto::ReplyWriter writer(handed_over ? &handover_out_ : &batch->replies,
+                                request.resp_version);
       commands::CommandContext ctx{
           .store = store_,
           .now_ms = now_ms_,
@@ -1052,8 +1074,18 @@ void Shard::RunBatch(Envelope* batch) {
           .slot_of = &group_->slot_function()};
       Execute(request.spec, ctx);
       batch->reply_ends.push_back(batch->replies.size());
+      if (handed_over) {
+        append_local(segment++);
+        const Envelope::Handover& handover = handovers[next_handover];
+        if (index + 1 == handover.first_request + handover.request_count) {
+          handover_sends_.push_back({static_cast<uint32_t>(next_handover), output_begin,
+                                     handover_out_.size() - output_begin});
+          ++next_handover;
+        }
+      }
     }
     store_.ForgetKeyHashes();
+    requests += count;
   }
   // Replies the origin passes on wake it; those of connections handed over are written here.
   size_t handed = 0;
@@ -1072,24 +1104,17 @@ void Shard::DeliverBatch(Envelope* batch) {
   }
   size_t next_handover = 0;
   for (size_t i = 0; i < batch->waiting.size(); ++i) {
-    const auto [conn, slot] = batch->waiting[i];
-    std::string_view reply;
     if (next_handover < batch->handovers.size() &&
-        i >= batch->handovers[next_handover].first_request) {
-      // Sent by the target with the rest of the connection's output; what it could not send
-      // stands for the first of its replies.
-      const Envelope::Handover& handover = batch->handovers[next_handover];
-      if (i == handover.first_request) {
-        reply = std::string_view(batch->unsent.data() + handover.unsent_begin,
-                                 handover.unsent_end - handover.unsent_begin);
-      }
-      if (i + 1 == handover.first_request + handover.request_count) ++next_handover;
-    } else {
-      const size_t start = i == 0 ? 0 : batch->reply_ends[i - 1];
-      reply = std::string_view(batch->replies.data() + start, batch->reply_ends[i] - start);
+        i == batch->handovers[next_handover].first_request) {
+      const Envelope::Handover& handover = batch->handovers[next_handover++];
+      SettleHandover(batch, handover);
+      i += handover.request_count - 1;
+      continue;
     }
+    const auto [conn, slot] = batch->waiting[i];
+    const size_t start = i == 0 ? 0 : batch->reply_ends[i - 1];
+    const std::string_view reply(batch->replies.data() + start, batch->reply_ends[i] - start);
     --conn->inflight;
-    if (slot->direct) DirectDone(conn);
     if (conn->closed) {
       Recycle(slot);
     } else if (conn->binary != nullptr) {
@@ -1109,6 +1134,25 @@ void Shard::DeliverBatch(Envelope* batch) {
     }
   }
   Recycle(batch);
+}
+
+void Shard::SettleHandover(Envelope* batch, const Envelope::Handover& handover) {
+  // The run's replies were written by the target with the rest of the connection's output; what
+  // it could not send is all that is left of them. Its slots lead the connection's order (they
+  // were all it owed when it was handed over), so they leave it together.
+  Connection* conn = batch->waiting[handover.first_request].conn;
+  conn->inflight -= handover.request_count;
+  DirectDone(conn);
+  const bool was_paused = InputPaused(conn);
+  for (uint32_t i = 0; i < handover.request_count; ++i) {
+    PendingReply* slot = batch->waiting[handover.first_request + i].slot;
+    if (!conn->closed) conn->pending.pop_front();
+    Recycle(slot);
+  }
+  if (conn->closed) return;
+  conn->out.append(batch->unsent, handover.unsent_begin,
+                   handover.unsent_end - handover.unsent_begin);
+  FlushReadySlots(conn, was_paused);
 }
 
 void Shard::DrainInbound() {
@@ -1212,26 +1256,7 @@ void Shard::HandOver(Envelope* batch) {
 }
 
 void Shard::SendHandovers(Envelope* batch) {
-  if (batch->handovers.empty()) return;
-  handover_out_.clear();
-  handover_sends_.clear();
-  const size_t* reply_ends = batch->reply_ends.data();
-  const uint32_t* local_ends = batch->local_ends.data();
-  for (size_t h = 0; h < batch->handovers.size(); ++h) {
-    const Envelope::Handover& handover = batch->handovers[h];
-    const size_t begin = handover_out_.size();
-    uint32_t local_start = handover.first_segment == 0 ? 0 : local_ends[handover.first_segment - 1];
-    for (uint32_t i = 0; i <= handover.request_count; ++i) {
-      const uint32_t local_end = local_ends[handover.first_segment + i];
-      handover_out_.append(batch->local, local_start, local_end - local_start);
-      local_start = local_end;
-      if (i == handover.request_count) break;
-      const uint32_t request = handover.first_request + i;
-      const size_t reply_start = request == 0 ? 0 : reply_ends[request - 1];
-      handover_out_.append(batch->replies, reply_start, reply_ends[request] - reply_start);
-    }
-    handover_sends_.push_back({static_cast<uint32_t>(h), begin, handover_out_.size() - begin});
-  }
+  if (handover_sends_.empty()) return;
   // DrainInbound runs between a turn's reads and its writes: sockets_ holds nothing queued here.
   size_t next = 0;
   while (next < handover_sends_.size()) {

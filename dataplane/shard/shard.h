@@ -194,6 +194,8 @@ class Shard final : public commands::ShardServices {
   void RunBatch(Envelope* batch);
   // Hands each reply of a batch that came back to its connection.
   void DeliverBatch(Envelope* batch);
+  // Settles a connection whose owed replies the batch's target wrote to its socket (HandOver).
+  void SettleHandover(Envelope* batch, const Envelope::Handover& handover);
   // Queues an envelope for `target` behind everything forwarded to it before.
   void Enqueue(int target, Envelope* envelope);
   void SealBatch(int target);
