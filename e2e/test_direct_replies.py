@@ -197,3 +197,31 @@ def test_a_client_gone_before_its_direct_reply_leaves_it_to_nobody_else(server_f
     assert setup.call("DBSIZE") == Reply("int", 1)
     sleeper.close()
     setup.close()
+
+
+def _key_of_length(shard: int, length: int) -> str:
+    for i in range(33, 100000):
+        key = chr(i) if length == 1 else f"{i:x}".rjust(length, "k")
+        if len(key.encode()) == length and crc16_slot(key.encode()) % SHARDS == shard:
+            return key
+    raise AssertionError(f"no key of length {length} on shard {shard}")
+
+
+def test_forwarded_arguments_of_every_short_length_arrive_intact(server_factory):
+    """The forwarding shard copies short arguments a word at a time: keys and values of every
+    length from 1 to 40 bytes (either side of the 4, 8 and 16 byte boundaries), one at a time and
+    pipelined, must reach the owning shard and come back byte for byte."""
+    server, base = _server(server_factory, "keep-forward-lengths")
+    c = RawConnection("127.0.0.1", base, timeout=5)  # shard 0's port
+    keys = [_key_of_length(1, length) for length in range(1, 41)]
+    values = [bytes(range(65, 65 + length)) for length in range(0, 40)]
+    for key, value in zip(keys, values):
+        assert c.call("SET", key, value) == Reply("simple", b"OK"), key
+        assert c.call("GET", key) == Reply("bulk", value), key
+        assert c.call("STRLEN", key) == Reply("int", len(value)), key
+    commands, expected = [], []
+    for key, value in zip(keys, reversed(values)):
+        commands += [("SET", key, value), ("GET", key), ("APPEND", key, "!")]
+        expected += [Reply("simple", b"OK"), Reply("bulk", value), Reply("int", len(value) + 1)]
+    c.send(encode_commands(commands))
+    assert c.read_replies(len(commands), timeout=10) == expected

@@ -68,8 +68,24 @@ inline const uint8_t* KeyBytes(const uint8_t* r) { return r + HeaderSize(r[0]); 
 inline std::string_view Key(const uint8_t* r) {
   return {reinterpret_cast<const char*>(KeyBytes(r)), KeyLength(r)};
 }
+
 inline uint8_t* ValueBytes(uint8_t* r) { return r + HeaderSize(r[0]) + KeyLength(r); }
 inline const uint8_t* ValueBytes(const uint8_t* r) { return r + HeaderSize(r[0]) + KeyLength(r); }
+
+// Whether two keys are equal. Every lookup that finds its key asks this once: for keys of 8 to 16
+// bytes two overlapping words answer it inline, where the call into memcmp cost more than the
+// comparison.
+inline bool SameKey(std::string_view a, std::string_view b) {
+  const size_t n = a.size();
+  if (b.size() != n) return false;
+  if (n < 8 || n > 16) return n == 0 || std::memcmp(a.data(), b.data(), n) == 0;
+  uint64_t a0, b0, a1, b1;
+  std::memcpy(&a0, a.data(), 8);
+  std::memcpy(&b0, b.data(), 8);
+  std::memcpy(&a1, a.data() + n - 8, 8);
+  std::memcpy(&b1, b.data() + n - 8, 8);
+  return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+}
 
 inline size_t Size(uint8_t flags, size_t key_length, uint32_t value_field) {
   return HeaderSize(flags) + key_length + ValueSection(flags, value_field);

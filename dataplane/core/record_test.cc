@@ -62,5 +62,26 @@ TEST(RecordTest, IntegersRoundTrip) {
   }
 }
 
+// SameKey compares keys of 8-16 bytes as two overlapping words: a difference in any byte, at any
+// length, and a difference of length alone must all count.
+TEST(RecordTest, SameKeySeesEveryByte) {
+  for (size_t length = 0; length <= 40; ++length) {
+    const std::string key(length, 'k');
+    EXPECT_TRUE(SameKey(key, std::string(length, 'k')));
+    EXPECT_FALSE(SameKey(key, std::string(length + 1, 'k')));
+    if (length > 0) {
+      EXPECT_FALSE(SameKey(key, std::string(length - 1, 'k')));
+    }
+    for (size_t at = 0; at < length; ++at) {
+      for (char other : {'\0', 'j', 'l', '\xff', 'k'}) {
+        std::string changed = key;
+        changed[at] = other;
+        EXPECT_EQ(SameKey(key, changed), other == 'k') << length << " " << at;
+      }
+    }
+  }
+  EXPECT_TRUE(SameKey(std::string_view(), std::string_view()));
+}
+
 }  // namespace
 }  // namespace keep::core::record

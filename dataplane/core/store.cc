@@ -276,6 +276,7 @@ class FootprintChange {
 bool Expired(Slot slot, int64_t now_ms) {
   return (slot & DashTable::kExpiryBit) != 0 && rec::Deadline(RecordOf(slot)) <= now_ms;
 }
+
 }  // namespace
 
 Store::Store() : impl_(std::make_unique<Impl>(this)), class_stats_(1) {}
@@ -286,7 +287,8 @@ uint8_t Store::AccessClock(Ref ref) const { return RecordOf(ref)[1]; }
 Store::Ref Store::Find(std::string_view key) {
   Impl& m = *impl_;
   const uint64_t hash = m.KeyHash(key);
-  Slot* slot = m.table.Find(hash, [key](Slot s) { return rec::Key(RecordOf(s)) == key; });
+  Slot* slot =
+      m.table.Find(hash, [key](Slot s) { return rec::SameKey(rec::Key(RecordOf(s)), key); });
   if (slot == nullptr) return nullptr;
   if (Expired(*slot, now_ms_)) {
     m.EraseSlot(hash, slot, true);
@@ -337,7 +339,8 @@ Store::Ref Store::Insert(std::string_view key, std::string_view value, ValueType
 bool Store::Erase(std::string_view key) {
   Impl& m = *impl_;
   const uint64_t hash = m.KeyHash(key);
-  Slot* slot = m.table.Find(hash, [key](Slot s) { return rec::Key(RecordOf(s)) == key; });
+  Slot* slot =
+      m.table.Find(hash, [key](Slot s) { return rec::SameKey(rec::Key(RecordOf(s)), key); });
   if (slot == nullptr) return false;
   const bool expired = Expired(*slot, now_ms_);
   m.EraseSlot(hash, slot, expired);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -42,6 +43,42 @@ TEST(StoreTest, BasicOperations) {
   EXPECT_EQ(store.expired_keys(), 1u);
   EXPECT_EQ(store.KeysWithExpiry(), 0u);
   EXPECT_FALSE(store.Erase("a"));
+}
+
+// Keys of every length that differ in one byte anywhere are never taken for each other (keys of
+// 8-16 bytes are compared a word at a time: record::SameKey).
+TEST(StoreTest, KeysDifferingInOneByteStayApart) {
+  Store store;
+  store.SetNow(1000);
+  std::vector<std::string> present;
+  std::vector<std::string> absent;
+  for (size_t length = 1; length <= 40; ++length) {
+    for (size_t at = 0; at < length; ++at) {
+      for (int variant = 0; variant < 6; ++variant) {
+        std::string key(length, 'k');
+        key[at] = static_cast<char>('a' + variant);
+        if (variant % 2 == 0) {
+          present.push_back(key);
+        } else {
+          absent.push_back(key);
+        }
+      }
+    }
+  }
+  for (const std::string& key : present) {
+    if (store.Find(key) == nullptr) store.Insert(key, key);
+  }
+  for (const std::string& key : present) {
+    Store::Ref ref = store.Find(key);
+    ASSERT_NE(ref, nullptr) << key;
+    EXPECT_EQ(store.Key(ref), key);
+    EXPECT_EQ(store.Value(ref), key);
+  }
+  for (const std::string& key : absent) {
+    if (std::find(present.begin(), present.end(), key) != present.end()) continue;
+    EXPECT_EQ(store.Find(key), nullptr) << key;
+  }
+  EXPECT_EQ(store.Find(""), nullptr);
 }
 
 TEST(StoreTest, BatchKeyHashesServeOnlyTheirBatch) {

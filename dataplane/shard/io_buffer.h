@@ -1,5 +1,5 @@
-// A byte buffer for socket input that grows without zero-filling, so reading into it costs only
-// the copy the kernel makes.
+// A byte buffer that grows without zero-filling, so filling it costs only the copy: socket input
+// (the kernel's copy) and the requests a shard forwards to another (Shard::Forward).
 #pragma once
 
 #include <cstddef>
@@ -15,6 +15,8 @@ class IoBuffer {
   size_t size() const { return end_ - begin_; }
   bool empty() const { return begin_ == end_; }
   size_t capacity() const { return capacity_; }
+
+  void Clear() { begin_ = end_ = 0; }
 
   void Consume(size_t n) {
     begin_ += n;

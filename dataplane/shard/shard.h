@@ -23,6 +23,7 @@
 #include "dataplane/core/slot_state.h"
 #include "dataplane/core/store.h"
 #include "dataplane/shard/connection.h"
+#include "dataplane/shard/io_buffer.h"
 #include "dataplane/shard/socket_batch.h"
 #include "dataplane/shard/spsc_ring.h"
 #include "telemetry/cycle_clock.h"
@@ -53,7 +54,7 @@ struct Envelope {
   // two shards then share a few bytes of two sequential buffers, not an object of its own and
   // its heap blocks: every cache line a request touches on both shards costs a transfer between
   // cores, and those transfers, not instructions, were most of the forwarding cost.
-  std::string requests;            // per request: ForwardHeader, argument lengths, arguments
+  IoBuffer requests;               // per request: ForwardHeader, argument lengths, arguments
   std::vector<Forwarded> waiting;  // origin only: where each reply goes, in request order
   std::string replies;             // written by the target
   // Written by the target: where each reply ends in `replies`. 64-bit: a batch of GETs of values
