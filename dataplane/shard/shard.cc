@@ -1034,7 +1034,10 @@ void Shard::RunBatch(Envelope* batch) {
   size_t output_begin = 0;
   auto append_local = [&](uint32_t index) {
     const uint32_t begin = index == 0 ? 0 : local_ends[index - 1];
-    handover_out_.append(batch->local, begin, local_ends[index] - begin);
+    // Empty between two forwarded requests in a row: half the time, with keys spread evenly.
+    if (local_ends[index] > begin) {
+      handover_out_.append(batch->local.data() + begin, local_ends[index] - begin);
+    }
   };
   size_t requests = 0;
   const std::string_view bytes = batch->requests.readable();
@@ -1260,7 +1263,8 @@ void Shard::HandOver(Envelope* batch) {
     size_t from = conn->held_moved;
     for (size_t i = first; i < run_end; ++i) {
       PendingReply* slot = waiting[i].slot;
-      local.append(conn->held, from, slot->held_offset - from);
+      if (slot->held_offset > from)
+        local.append(conn->held.data() + from, slot->held_offset - from);
       batch->local_ends.push_back(static_cast<uint32_t>(local.size()));
       from = slot->held_offset;
       slot->held_offset = 0;
