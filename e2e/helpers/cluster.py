@@ -103,14 +103,28 @@ class Member:
         self.index = index
         self.id = f"keep-{index}"
         self.host = host
-        self.client_port = free_port(host)
-        self.peer_port = free_port(host, udp_too=True)
-        self.admin_port = free_port(host)
+        # Each port is free when picked and released at once, so the kernel may hand the same one
+        # out again: a member given one port twice cannot listen on its second use.
+        taken: set[int] = set()
+
+        def pick(udp_too: bool = False) -> int:
+            for _ in range(100):
+                port = free_port(host, udp_too=udp_too)
+                if port not in taken:
+                    taken.add(port)
+                    return port
+            raise RuntimeError("no free port")
+
+        self.client_port = pick()
+        self.peer_port = pick(udp_too=True)
+        self.admin_port = pick()
         self.shard_port_base = 0
         if cluster.shard_ports:
             # Shard ports need `shards` consecutive free ports; try a few bases.
             for _ in range(50):
                 base = random.randint(20000, 60000)
+                if taken.intersection(range(base, base + cluster.shards)):
+                    continue
                 try:
                     for i in range(cluster.shards):
                         with socket.socket() as s:
