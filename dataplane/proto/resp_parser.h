@@ -62,8 +62,7 @@ class RespParser {
  private:
   // A complete request of 1-9 arguments with canonical header lines (what clients send), in one
   // pass; false, with `*args` as it was, for anything else, which ParseMultibulk then reads.
-  bool ParseCanonical(std::string_view data, std::vector<std::string_view>* args,
-                      size_t* consumed);
+  bool ParseCanonical(std::string_view data, std::vector<std::string_view>* args, size_t* consumed);
   ParseStatus ParseMultibulk(std::string_view data, std::vector<std::string_view>* args,
                              size_t* consumed);
   ParseStatus ParseInline(std::string_view data, std::vector<std::string_view>* args,

@@ -562,8 +562,8 @@ TEST(RespParserCanonical, AgreesWithTheGeneralParse) {
       "*2\r\n$123456\r\n" + std::string(123456, 'w') + "\r\n$2\r\nok\r\n",
   };
   const std::string mutations = std::string("0129$*\r\n-+ a") + '\0';
-  for (const RespLimits& limits : {RespLimits{}, RespLimits{.max_bulk_len = 9,
-                                                          .max_multibulk_len = 2}}) {
+  for (const RespLimits& limits :
+       {RespLimits{}, RespLimits{.max_bulk_len = 9, .max_multibulk_len = 2}}) {
     RespParser fast(limits);
     RespParser general(limits);
     general.set_canonical_fast_path(false);
