@@ -56,7 +56,9 @@ struct Envelope {
   // cores, and those transfers, not instructions, were most of the forwarding cost.
   IoBuffer requests;               // per request: ForwardHeader, argument lengths, arguments
   std::vector<Forwarded> waiting;  // origin only: where each reply goes, in request order
-  std::string replies;             // written by the target
+  // Written by the target; a handed-over connection's replies go straight into the output it
+  // sends (RunBatch) and take no room here.
+  std::string replies;
   // Written by the target: where each reply ends in `replies`. 64-bit: a batch of GETs of values
   // near the 512 MB bulk limit passes 4 GiB of replies.
   std::vector<size_t> reply_ends;
