@@ -17,6 +17,10 @@
 # With redis and keep2 among the servers, a last section compares GET over the binary protocol
 # (libkeep, batching on and off) with redis-benchmark's GET at pipeline 1:
 #   RATIO binary_get throughput ... and RATIO binary_get_batching <metric> on=.. off=.. on/off=..
+#
+# Then issue 4's targets, each judged on this run's figures (those whose servers and workloads ran):
+#   TARGET <workload> <metric> keep/redis=<x> <=0.8 met|missed
+# and one line counting them. Whether two runs agree: bench/agreement.sh RUN1.log RUN2.log.
 # Settings (environment): ROUNDS (rounds of the plain shapes the targets judge: ping, GET and SET
 # at pipeline 1 and 16; default 8), EXTRA_ROUNDS (the other closed-loop workloads, 3), DURATION
 # (s per closed-loop run, 0.6), WARMUP (s, 0.2), OPEN_ROUNDS (rounds of the open-loop workloads,
@@ -429,16 +433,21 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%
 # the ratio of the two medians, each of which has dropped its server's worst runs (a round's ratio
 # carries the hiccup of either run: open-loop SET p99 keep/redis was 3.4, 0.78 and 1.18 in three
 # rounds whose medians were 467 and 557 us).
-ratio_line() {
-  local wl=$1 metric=$2 a=$3 b=$4 va r
+# ratio_of WORKLOAD METRIC A B: VA, VB = the two figures, R = the ratio ratio_line prints.
+ratio_of() {
+  local wl=$1 metric=$2 a=$3 b=$4
   value "$wl" "$a" "$metric"
-  va=$V
+  VA=$V
   value "$wl" "$b" "$metric"
+  VB=$V
   case $metric in
-    cpu_us_per_req | throughput) r=${SUMMARY[P|$wl|$a|$b|$metric]:-n/a} ;;
-    *) r=$(ratio "$va" "$V") ;;
+    cpu_us_per_req | throughput) R=${SUMMARY[P|$wl|$a|$b|$metric]:-n/a} ;;
+    *) R=$(ratio "$VA" "$VB") ;;
   esac
-  echo "RATIO $wl $metric $a=$va $b=$V $a/$b=$r"
+}
+ratio_line() {
+  ratio_of "$@"
+  echo "RATIO $1 $2 $3=$VA $4=$VB $3/$4=$R"
 }
 
 has() { [[ " ${STARTED[*]} " == *" $1 "* ]]; }
@@ -488,6 +497,45 @@ for pair in "ratelimit_native|ratelimit_lua" "ratelimit_gcra|ratelimit_lua" \
     echo "RATIO $label cpu_us_per_req $name=$k redis=$r $name/redis=$(ratio "$k" "$r")"
   done
 done
+
+# Issue 4's targets (workload|metric|server|against|bound), each judged on this run's figures: CPU
+# per request of one shard against redis-server, of two shards against the two-thread floor,
+# throughput at pipeline 16, and the open-loop tails. A target whose servers or workload did not run
+# is left out and counted as not measured.
+TARGETS=(
+  "get_p1|cpu_us_per_req|keep|redis|<=0.8" "set_p1|cpu_us_per_req|keep|redis|<=0.8"
+  "get_p16|cpu_us_per_req|keep|redis|<=0.5" "set_p16|cpu_us_per_req|keep|redis|<=0.5"
+  "get_p1|cpu_us_per_req|keep2|floor2|<=1.2" "set_p1|cpu_us_per_req|keep2|floor2|<=1.2"
+  "get_p16|cpu_us_per_req|keep2|floor2|<=1.2" "set_p16|cpu_us_per_req|keep2|floor2|<=1.2"
+  "get_p16|throughput|keep|redis|>=1.2" "set_p16|throughput|keep|redis|>=1.2"
+  "get_open|p99_us|keep|redis|<=1" "get_open|p999_us|keep|redis|<=1"
+  "set_open|p99_us|keep|redis|<=1" "set_open|p999_us|keep|redis|<=1"
+)
+targets_met=0
+targets_judged=0
+targets_missed=""
+for target in "${TARGETS[@]}"; do
+  IFS='|' read -r wl metric a b bound <<<"$target"
+  selected "$wl" && has "$a" && has "$b" || continue
+  ratio_of "$wl" "$metric" "$a" "$b"
+  [[ $R != n/a ]] || continue
+  verdict=$(awk -v r="$R" -v op="${bound:0:2}" -v limit="${bound:2}" \
+    'BEGIN { ok = op == "<=" ? r + 0 <= limit + 0 : r + 0 >= limit + 0; print ok ? "met" : "missed" }')
+  echo "TARGET $wl $metric $a/$b=$R $bound $verdict"
+  ((++targets_judged))
+  if [[ $verdict == met ]]; then
+    ((++targets_met))
+  else
+    targets_missed+=" $wl $metric $a/$b=$R;"
+  fi
+done
+if ((targets_judged > 0)); then
+  summary="compare.sh: issue 4's targets: $targets_met of $targets_judged met"
+  if ((targets_judged < ${#TARGETS[@]})); then
+    summary+=", $((${#TARGETS[@]} - targets_judged)) not measured in this run"
+  fi
+  echo "$summary${targets_missed:+ (missed:${targets_missed%;})}"
+fi
 
 # The binary protocol (design §2.7): GET through libkeep (keep-bench --protocol binary: the
 # CONNECTIONS callers share one libkeep connection) on the 2-shard keep-server, batching on and off,
