@@ -18,9 +18,10 @@
 # (libkeep, batching on and off) with redis-benchmark's GET at pipeline 1:
 #   RATIO binary_get throughput ... and RATIO binary_get_batching <metric> on=.. off=.. on/off=..
 #
-# Then issue 4's targets, each judged on this run's figures (those whose servers and workloads ran):
+# Between the RATIO lines and that section, issue 4's targets, each judged on this run's figures
+# (those whose servers and workloads ran), and one line counting them:
 #   TARGET <workload> <metric> keep/redis=<x> <=0.8 met|missed
-# and one line counting them. Whether two runs agree: bench/agreement.sh RUN1.log RUN2.log.
+# Whether two runs agree: bench/agreement.sh RUN1.log RUN2.log.
 # Settings (environment): ROUNDS (rounds of the plain shapes the targets judge: ping, GET and SET
 # at pipeline 1 and 16; default 8), EXTRA_ROUNDS (the other closed-loop workloads, 3), DURATION
 # (s per closed-loop run, 0.6), WARMUP (s, 0.2), OPEN_ROUNDS (rounds of the open-loop workloads,
