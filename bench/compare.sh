@@ -21,6 +21,9 @@
 # Between the RATIO lines and that section, issue 4's targets, each judged on this run's figures
 # (those whose servers and workloads ran), and one line counting them:
 #   TARGET <workload> <metric> keep/redis=<x> <=0.8 met|missed
+# and, for each CPU target against redis-server, the one-thread floor judged by the same bound, so a
+# run says itself where the kernel's path alone is above it (bench/README.md, "The floor moves"):
+#   FLOOR <workload> cpu_us_per_req floor/redis=<x> <=0.8 met|missed
 # Whether two runs agree: bench/agreement.sh RUN1.log RUN2.log.
 # Settings (environment): ROUNDS (rounds of the plain shapes the targets judge: ping, GET and SET
 # at pipeline 1 and 16; default 8), EXTRA_ROUNDS (the other closed-loop workloads, 3), DURATION
@@ -536,6 +539,30 @@ if ((targets_judged > 0)); then
     summary+=", $((${#TARGETS[@]} - targets_judged)) not measured in this run"
   fi
   echo "$summary${targets_missed:+ (missed:${targets_missed%;})}"
+fi
+floors_judged=0
+floors_above=0
+floors_missed=""
+for target in "${TARGETS[@]}"; do
+  IFS='|' read -r wl metric a b bound <<<"$target"
+  [[ $metric == cpu_us_per_req && $a == keep && $b == redis ]] || continue
+  selected "$wl" && has floor && has redis || continue
+  ratio_of "$wl" "$metric" floor redis
+  [[ $R != n/a ]] || continue
+  verdict=$(awk -v r="$R" -v limit="${bound:2}" \
+    'BEGIN { print r + 0 <= limit + 0 ? "met" : "missed" }')
+  echo "FLOOR $wl $metric floor/redis=$R $bound $verdict"
+  ((++floors_judged))
+  if [[ $verdict == missed ]]; then
+    ((++floors_above))
+    floors_missed+=" $wl floor/redis=$R;"
+  fi
+done
+if ((floors_above > 0)); then
+  floors_missed=${floors_missed%;}
+  echo "compare.sh: the one-thread floor, which stores nothing, is itself above the bound of" \
+    "$floors_above of the $floors_judged CPU targets against redis-server in this run:" \
+    "${floors_missed# }"
 fi
 
 # The binary protocol (design §2.7): GET through libkeep (keep-bench --protocol binary: the

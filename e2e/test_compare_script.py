@@ -86,6 +86,21 @@ def test_cpu_ratios_are_means_of_rounds_and_of_per_round_ratios():
     if not met:
         assert f"(missed: get_p1 cpu_us_per_req keep/redis={m.group(1)})" in result.stdout
 
+    # The floor judged by the same bound, on its own RATIO line's figure, and named in a summary
+    # only when it is above the bound.
+    floors = [line for line in result.stdout.splitlines() if line.startswith("FLOOR ")]
+    assert len(floors) == 1, floors
+    m = re.fullmatch(r"FLOOR get_p1 cpu_us_per_req floor/redis=(\S+) <=0\.8 (met|missed)",
+                     floors[0])
+    assert m, floors[0]
+    r = float(m.group(1))
+    assert r == lines[("get_p1", "cpu_us_per_req", "floor", "redis")][2]
+    assert m.group(2) == ("met" if r <= 0.8 else "missed")
+    above = ("compare.sh: the one-thread floor, which stores nothing, is itself above the bound of"
+             " 1 of the 1 CPU targets against redis-server in this run:"
+             f" get_p1 floor/redis={m.group(1)}")
+    assert (above in result.stdout.splitlines()) == (m.group(2) == "missed")
+
 
 def test_an_unknown_server_or_a_missing_binary_fails_with_a_message(tmp_path):
     result = run_compare(SERVERS="keep nosuch", WORKLOADS="ping", ROUNDS="1", DURATION="0.1",
