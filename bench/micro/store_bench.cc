@@ -266,8 +266,8 @@ BENCHMARK(BM_ExpireSweep)->Arg(1'000'000)->Iterations(3)->Unit(benchmark::kMilli
 KEEP_BENCH_ALL(KeepAdapter, 1'000'000, 3);
 KEEP_BENCH_ALL(AbslAdapter, 1'000'000, 3);
 KEEP_BENCH_ALL(StdAdapter, 1'000'000, 3);
-// At 10M against absl only: std::unordered_map there took 18 of this program's 52 s, a third of
-// what `make bench` has to fit in 10 minutes, for the comparator that matters least.
+// At 10M against absl only: std::unordered_map there took 18 of this program's 52 s, the margin a
+// fresh clone's `make bench` needed to fit in 10 minutes, for the comparator that matters least.
 KEEP_BENCH_ALL(KeepAdapter, 10'000'000, 1);
 KEEP_BENCH_ALL(AbslAdapter, 10'000'000, 1);
 
