@@ -515,6 +515,11 @@ TARGETS=(
   "get_open|p99_us|keep|redis|<=1" "get_open|p999_us|keep|redis|<=1"
   "set_open|p99_us|keep|redis|<=1" "set_open|p999_us|keep|redis|<=1"
 )
+# judge RATIO BOUND: met or missed, BOUND being <=x or >=x.
+judge() {
+  awk -v r="$1" -v op="${2:0:2}" -v limit="${2:2}" \
+    'BEGIN { ok = op == "<=" ? r + 0 <= limit + 0 : r + 0 >= limit + 0; print ok ? "met" : "missed" }'
+}
 targets_met=0
 targets_judged=0
 targets_missed=""
@@ -523,8 +528,7 @@ for target in "${TARGETS[@]}"; do
   selected "$wl" && has "$a" && has "$b" || continue
   ratio_of "$wl" "$metric" "$a" "$b"
   [[ $R != n/a ]] || continue
-  verdict=$(awk -v r="$R" -v op="${bound:0:2}" -v limit="${bound:2}" \
-    'BEGIN { ok = op == "<=" ? r + 0 <= limit + 0 : r + 0 >= limit + 0; print ok ? "met" : "missed" }')
+  verdict=$(judge "$R" "$bound")
   echo "TARGET $wl $metric $a/$b=$R $bound $verdict"
   ((++targets_judged))
   if [[ $verdict == met ]]; then
@@ -549,8 +553,7 @@ for target in "${TARGETS[@]}"; do
   selected "$wl" && has floor && has redis || continue
   ratio_of "$wl" "$metric" floor redis
   [[ $R != n/a ]] || continue
-  verdict=$(awk -v r="$R" -v limit="${bound:2}" \
-    'BEGIN { print r + 0 <= limit + 0 ? "met" : "missed" }')
+  verdict=$(judge "$R" "$bound")
   echo "FLOOR $wl $metric floor/redis=$R $bound $verdict"
   ((++floors_judged))
   if [[ $verdict == missed ]]; then

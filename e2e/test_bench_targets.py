@@ -26,7 +26,7 @@ def bench_targets() -> set[str]:
 
 def bench_recipe() -> str:
     makefile = (ROOT / "Makefile").read_text()
-    m = re.search(r"^bench:.*\n((?:\t.*\n)+)", makefile, re.MULTILINE)
+    m = re.search(r"^bench:.*\n(?:\t.*\n)+", makefile, re.MULTILINE)
     assert m, "Makefile has no bench recipe"
     return m.group(0)
 
