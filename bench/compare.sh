@@ -24,6 +24,8 @@
 # and, for each CPU target against redis-server, the one-thread floor judged by the same bound, so a
 # run says itself where the kernel's path alone is above it (bench/README.md, "The floor moves"):
 #   FLOOR <workload> cpu_us_per_req floor/redis=<x> <=0.8 met|missed
+# and, where a sharding target missed, one line with what the second thread cost the floor
+# (floor2/floor) and Keep (keep2/keep), from RATIO lines of their own.
 # Whether two runs agree: bench/agreement.sh RUN1.log RUN2.log.
 # Settings (environment): ROUNDS (rounds of the plain shapes the targets judge: ping, GET and SET
 # at pipeline 1 and 16; default 8), EXTRA_ROUNDS (the other closed-loop workloads, 3), DURATION
@@ -483,6 +485,17 @@ for entry in "${WORKLOAD_TABLE[@]}"; do
     ratio_line "$wl" cpu_us_per_req "$name" "$floor"
   done
 done
+# What a second thread costs: two shards against one, and the two-thread floor against the
+# one-thread floor, on the shapes the sharding target judges.
+for entry in "${WORKLOAD_TABLE[@]}"; do
+  IFS='|' read -r wl _ _ floors _ <<<"$entry"
+  selected "$wl" && runs_on floor2 "$floors" || continue
+  for pair in keep2:keep floor2:floor; do
+    IFS=: read -r two one <<<"$pair"
+    has "$two" && has "$one" || continue
+    ratio_line "$wl" cpu_us_per_req "$two" "$one"
+  done
+done
 # Keep's native commands against the Redis recipe each replaces (the Lua script by EVALSHA on
 # redis-server): the figure the coordination commands exist for.
 for pair in "ratelimit_native|ratelimit_lua" "ratelimit_gcra|ratelimit_lua" \
@@ -566,6 +579,27 @@ if ((floors_above > 0)); then
   echo "compare.sh: the one-thread floor, which stores nothing, is itself above the bound of" \
     "$floors_above of the $floors_judged CPU targets against redis-server in this run:" \
     "${floors_missed# }"
+fi
+# Where a sharding target missed, what the second thread cost the floor and Keep: the target
+# (keep2/floor2 <= 1.2) takes a second thread to cost any server 1.5-2x, the kernel's share; where
+# the floor's second thread costs little, it asks two shards to cost about what one does.
+seconds_missed=""
+for target in "${TARGETS[@]}"; do
+  IFS='|' read -r wl metric a b bound <<<"$target"
+  [[ $metric == cpu_us_per_req && $a == keep2 && $b == floor2 ]] || continue
+  selected "$wl" && has keep && has keep2 && has floor && has floor2 || continue
+  ratio_of "$wl" "$metric" keep2 floor2
+  [[ $R != n/a && $(judge "$R" "$bound") == missed ]] || continue
+  ratio_of "$wl" "$metric" floor2 floor
+  seconds_missed+=" $wl floor2/floor=$R"
+  ratio_of "$wl" "$metric" keep2 keep
+  seconds_missed+=" keep2/keep=$R;"
+done
+if [[ -n $seconds_missed ]]; then
+  seconds_missed=${seconds_missed%;}
+  echo "compare.sh: where two shards missed the two-thread floor's bound, the second thread cost" \
+    "the floor and Keep, per request:${seconds_missed} (the bound takes a second thread to cost" \
+    "any server 1.5-2x)"
 fi
 
 # The binary protocol (design §2.7): GET through libkeep (keep-bench --protocol binary: the

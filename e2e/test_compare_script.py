@@ -20,7 +20,8 @@ pytestmark = [pytest.mark.keep_only, pytest.mark.timeout(120)]
 
 SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "compare.sh"
 RUN_LINE = re.compile(r"^compare\.sh: (\S+) +round (\d+) on (.+?) +([0-9.]+) us/req, (\d+) req/s")
-LABELS = {"redis-server": "redis", "keep 1 shard": "keep", "floor 1 thread": "floor"}
+LABELS = {"redis-server": "redis", "keep 1 shard": "keep", "floor 1 thread": "floor",
+          "keep 2 shards": "keep2", "floor 2 threads": "floor2"}
 
 
 def run_compare(timeout: float = 100, **settings: str) -> subprocess.CompletedProcess:
@@ -100,6 +101,35 @@ def test_cpu_ratios_are_means_of_rounds_and_of_per_round_ratios():
              " 1 of the 1 CPU targets against redis-server in this run:"
              f" get_p1 floor/redis={m.group(1)}")
     assert (above in result.stdout.splitlines()) == (m.group(2) == "missed")
+
+
+def test_what_the_second_thread_costs_is_printed_and_named_where_sharding_missed():
+    rounds = 2
+    result = run_compare(SERVERS="keep keep2 floor floor2", WORKLOADS="get_p1", ROUNDS=str(rounds),
+                         DURATION="0.2", WARMUP="0.05", BINARY="0")
+    assert result.returncode == 0, result.stderr
+    cpu: dict[str, dict[int, float]] = {}
+    for line in result.stderr.splitlines():
+        m = RUN_LINE.match(line)
+        if m:
+            cpu.setdefault(LABELS[m.group(3)], {})[int(m.group(2))] = float(m.group(4))
+    lines = ratio_lines(result.stdout)
+    for two, one in (("keep2", "keep"), ("floor2", "floor")):
+        va, vb, r = lines[("get_p1", "cpu_us_per_req", two, one)]
+        assert va == pytest.approx(statistics.mean(cpu[two].values()), abs=2e-3)
+        assert vb == pytest.approx(statistics.mean(cpu[one].values()), abs=2e-3)
+        per_round = [cpu[two][n] / cpu[one][n] for n in range(1, rounds + 1)]
+        assert r == pytest.approx(statistics.mean(per_round), abs=2e-3), (two, one)
+
+    m = re.search(r"^TARGET get_p1 cpu_us_per_req keep2/floor2=(\S+) <=1\.2 (met|missed)$",
+                  result.stdout, re.MULTILINE)
+    assert m, result.stdout
+    named = ("compare.sh: where two shards missed the two-thread floor's bound, the second thread"
+             " cost the floor and Keep, per request: get_p1"
+             f" floor2/floor={lines[('get_p1', 'cpu_us_per_req', 'floor2', 'floor')][2]:.3f}"
+             f" keep2/keep={lines[('get_p1', 'cpu_us_per_req', 'keep2', 'keep')][2]:.3f}"
+             " (the bound takes a second thread to cost any server 1.5-2x)")
+    assert (named in result.stdout.splitlines()) == (m.group(2) == "missed"), result.stdout
 
 
 def test_an_unknown_server_or_a_missing_binary_fails_with_a_message(tmp_path):
