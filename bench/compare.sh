@@ -583,7 +583,7 @@ fi
 # Where a sharding target missed, what the second thread cost the floor and Keep: the target
 # (keep2/floor2 <= 1.2) takes a second thread to cost any server 1.5-2x, the kernel's share; where
 # the floor's second thread costs little, it asks two shards to cost about what one does.
-seconds_missed=""
+second_thread_costs=""
 for target in "${TARGETS[@]}"; do
   IFS='|' read -r wl metric a b bound <<<"$target"
   [[ $metric == cpu_us_per_req && $a == keep2 && $b == floor2 ]] || continue
@@ -591,14 +591,14 @@ for target in "${TARGETS[@]}"; do
   ratio_of "$wl" "$metric" keep2 floor2
   [[ $R != n/a && $(judge "$R" "$bound") == missed ]] || continue
   ratio_of "$wl" "$metric" floor2 floor
-  seconds_missed+=" $wl floor2/floor=$R"
+  second_thread_costs+=" $wl floor2/floor=$R"
   ratio_of "$wl" "$metric" keep2 keep
-  seconds_missed+=" keep2/keep=$R;"
+  second_thread_costs+=" keep2/keep=$R;"
 done
-if [[ -n $seconds_missed ]]; then
-  seconds_missed=${seconds_missed%;}
+if [[ -n $second_thread_costs ]]; then
+  second_thread_costs=${second_thread_costs%;}
   echo "compare.sh: where two shards missed the two-thread floor's bound, the second thread cost" \
-    "the floor and Keep, per request:${seconds_missed} (the bound takes a second thread to cost" \
+    "the floor and Keep, per request:${second_thread_costs} (the bound takes a second thread to cost" \
     "any server 1.5-2x)"
 fi
 
