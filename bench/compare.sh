@@ -475,25 +475,15 @@ for entry in "${WORKLOAD_TABLE[@]}"; do
   done
 done
 # Keep against the floor with as many threads: what Keep spends above the kernel's path, and for
-# two shards the sharding target (keep2/floor2 at pipeline 1 and 16).
+# two shards the sharding target (keep2/floor2 at pipeline 1 and 16). Then what a second thread
+# costs each: two shards against one, the two-thread floor against the one-thread floor.
 for entry in "${WORKLOAD_TABLE[@]}"; do
   IFS='|' read -r wl _ _ floors _ <<<"$entry"
   selected "$wl" || continue
-  for pair in keep:floor keep2:floor2; do
-    IFS=: read -r name floor <<<"$pair"
-    has "$name" && has "$floor" && runs_on "$floor" "$floors" || continue
-    ratio_line "$wl" cpu_us_per_req "$name" "$floor"
-  done
-done
-# What a second thread costs: two shards against one, and the two-thread floor against the
-# one-thread floor, on the shapes the sharding target judges.
-for entry in "${WORKLOAD_TABLE[@]}"; do
-  IFS='|' read -r wl _ _ floors _ <<<"$entry"
-  selected "$wl" && runs_on floor2 "$floors" || continue
-  for pair in keep2:keep floor2:floor; do
-    IFS=: read -r two one <<<"$pair"
-    has "$two" && has "$one" || continue
-    ratio_line "$wl" cpu_us_per_req "$two" "$one"
+  for pair in keep:floor keep2:floor2 keep2:keep floor2:floor; do
+    IFS=: read -r a b <<<"$pair"
+    has "$a" && has "$b" && runs_on "$a" "$floors" && runs_on "$b" "$floors" || continue
+    ratio_line "$wl" cpu_us_per_req "$a" "$b"
   done
 done
 # Keep's native commands against the Redis recipe each replaces (the Lua script by EVALSHA on
@@ -536,6 +526,7 @@ judge() {
 targets_met=0
 targets_judged=0
 targets_missed=""
+sharding_missed=""  # workloads whose sharding target (keep2/floor2) missed
 for target in "${TARGETS[@]}"; do
   IFS='|' read -r wl metric a b bound <<<"$target"
   selected "$wl" && has "$a" && has "$b" || continue
@@ -548,6 +539,7 @@ for target in "${TARGETS[@]}"; do
     ((++targets_met))
   else
     targets_missed+=" $wl $metric $a/$b=$R;"
+    if [[ $a/$b == keep2/floor2 ]]; then sharding_missed+=" $wl"; fi
   fi
 done
 if ((targets_judged > 0)); then
@@ -584,15 +576,11 @@ fi
 # (keep2/floor2 <= 1.2) takes a second thread to cost any server 1.5-2x, the kernel's share; where
 # the floor's second thread costs little, it asks two shards to cost about what one does.
 second_thread_costs=""
-for target in "${TARGETS[@]}"; do
-  IFS='|' read -r wl metric a b bound <<<"$target"
-  [[ $metric == cpu_us_per_req && $a == keep2 && $b == floor2 ]] || continue
-  selected "$wl" && has keep && has keep2 && has floor && has floor2 || continue
-  ratio_of "$wl" "$metric" keep2 floor2
-  [[ $R != n/a && $(judge "$R" "$bound") == missed ]] || continue
-  ratio_of "$wl" "$metric" floor2 floor
+for wl in $sharding_missed; do
+  has keep && has floor || continue
+  ratio_of "$wl" cpu_us_per_req floor2 floor
   second_thread_costs+=" $wl floor2/floor=$R"
-  ratio_of "$wl" "$metric" keep2 keep
+  ratio_of "$wl" cpu_us_per_req keep2 keep
   second_thread_costs+=" keep2/keep=$R;"
 done
 if [[ -n $second_thread_costs ]]; then
