@@ -103,7 +103,7 @@ bench: deps build-bench
 	bench/compare.sh
 	bench/metrics_cost.sh
 	bench/memory.sh
-	$(BUILD_DIR)/bin/keep_micro_bench --benchmark_min_time=0.2
+	$(BUILD_DIR)/bin/keep_micro_bench --benchmark_min_time=0.1
 
 format:
 	git ls-files '*.cc' '*.h' | xargs clang-format -i

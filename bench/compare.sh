@@ -27,8 +27,8 @@
 # and, where a sharding target missed, one line with what the second thread cost the floor
 # (floor2/floor) and Keep (keep2/keep), from RATIO lines of their own.
 # Whether two runs agree: bench/agreement.sh RUN1.log RUN2.log.
-# Settings (environment): ROUNDS (rounds of the plain shapes the targets judge: ping, GET and SET
-# at pipeline 1 and 16; default 8), EXTRA_ROUNDS (the other closed-loop workloads, 3), DURATION
+# Settings (environment): ROUNDS (rounds of the plain shapes the targets judge: GET and SET at
+# pipeline 1 and 16; default 8), EXTRA_ROUNDS (ping and the other closed-loop workloads, 3), DURATION
 # (s per closed-loop run, 0.6), WARMUP (s, 0.2), OPEN_ROUNDS (rounds of the open-loop workloads,
 # 5), OPEN_DURATION (s per open-loop run, 1.5),
 # CONNECTIONS (50), KEYS (10000), VALUE_SIZE (128), RATE (open-loop req/s, 20000),
@@ -65,16 +65,18 @@ HOST=127.0.0.1
 # one shape: it runs the plain GET/SET/PING shapes (p1, p16, open loop), which bound the rest.
 # Floors: 2 = both, 1 = the one-thread floor (the two-thread floor is read against keep2's CPU
 # per request, which the open loop does not compare), 0 = none. Rounds and seconds: empty =
-# ROUNDS and DURATION. The plain shapes are what the targets judge, and a run's figure moves with
-# the state the shared machine is in during it, which a longer run does not average out (runs of
-# 0.7 s and of 2 s spread alike here, keep/redis CPU per request 0.55-0.82 run to run): so they
-# get many short rounds rather than a few long ones. The open loop's p99.9 is the 30th-worst of
+# ROUNDS and DURATION. GET and SET at pipeline 1 and 16 are what the targets judge, and a run's
+# figure moves with the state the shared machine is in during it, which a longer run does not
+# average out (runs of 0.7 s and of 2 s spread alike here, keep/redis CPU per request 0.55-0.82 run
+# to run): so they get many short rounds rather than a few long ones. PING, which no target
+# judges, gets EXTRA_ROUNDS: its five more rounds were 21 s of a `make bench` that has to fit in
+# 10 minutes from a fresh clone. The open loop's p99.9 is the 30th-worst of
 # 30,000 latencies (1.5 s at 20000/s): one scheduling hiccup of the machine in a run (the VM's
 # own housekeeping takes a CPU for 1-8 ms every second or two) moves it several-fold, so it gets
 # OPEN_ROUNDS rounds and the median rejects up to two such runs (with three rounds, one run of
 # keep's open-loop SET at 3.4 ms made its median p99.9 1.18x redis's in one make bench).
 WORKLOAD_TABLE=(
-  "ping|--workload ping|0|2"
+  "ping|--workload ping|0|2|$EXTRA_ROUNDS"
   "get_p1|--workload get|1|2"
   "get_p16|--workload get --pipeline 16|1|2"
   "set_p1|--workload set|0|2"
@@ -375,7 +377,7 @@ if [[ -x $BIN/keep-core-pingpong ]] && pingpong=$("$BIN/keep-core-pingpong" 2>/d
   echo "compare.sh: one cache line's round trip between two CPUs: $pingpong ns (median of 5)"
 fi
 echo "compare.sh: servers: $(for s in "${STARTED[@]}"; do printf '%s on %s, ' "${LABEL[$s]}" "${PORT[$s]}"; done)"
-echo "compare.sh: $ROUNDS rounds of the plain shapes and $EXTRA_ROUNDS of the others, ${DURATION}s (+${WARMUP}s warm-up) per run; open loop at $RATE req/s, $OPEN_ROUNDS rounds of ${OPEN_DURATION}s; $CONNECTIONS connections, $KEYS keys, ${VALUE_SIZE}-byte values"
+echo "compare.sh: $ROUNDS rounds of the shapes the targets judge and $EXTRA_ROUNDS of the others, ${DURATION}s (+${WARMUP}s warm-up) per run; open loop at $RATE req/s, $OPEN_ROUNDS rounds of ${OPEN_DURATION}s; $CONNECTIONS connections, $KEYS keys, ${VALUE_SIZE}-byte values"
 
 max_rounds=0
 for entry in "${WORKLOAD_TABLE[@]}"; do
@@ -595,7 +597,7 @@ fi
 # next to redis-benchmark's RESP GET at pipeline 1 with as many clients against redis-server, in
 # the same run. BINARY=0 skips it; REDIS_BENCH_REQUESTS sets redis-benchmark's -n.
 BINARY=${BINARY:-1}
-REDIS_BENCH_REQUESTS=${REDIS_BENCH_REQUESTS:-200000}
+REDIS_BENCH_REQUESTS=${REDIS_BENCH_REQUESTS:-100000}
 binary_run() {  # binary_run LABEL [keep-bench flags]: appends to BIN_RESULT
   local label=$1 port=${PORT[keep2]} pid=${PID[keep2]} out="$WORK/binary.json" before
   shift
