@@ -28,9 +28,10 @@
 # (floor2/floor) and Keep (keep2/keep), from RATIO lines of their own.
 # Whether two runs agree: bench/agreement.sh RUN1.log RUN2.log.
 # Settings (environment): ROUNDS (rounds of the plain shapes the targets judge: GET and SET at
-# pipeline 1 and 16; default 8), EXTRA_ROUNDS (ping and the other closed-loop workloads, 3), DURATION
-# (s per closed-loop run, 0.6), WARMUP (s, 0.2), OPEN_ROUNDS (rounds of the open-loop workloads,
-# 5), OPEN_DURATION (s per open-loop run, 1.5),
+# pipeline 1 and 16; default 8), DURATION (s per run of those and of the binary section, 0.6),
+# EXTRA_ROUNDS (ping, the other closed-loop workloads and the binary section, 3), EXTRA_DURATION
+# (s per run of ping and the other closed-loop workloads, 0.4), WARMUP (s, 0.2), OPEN_ROUNDS
+# (rounds of the open-loop workloads, 5), OPEN_DURATION (s per open-loop run, 1.5),
 # CONNECTIONS (50), KEYS (10000), VALUE_SIZE (128), RATE (open-loop req/s, 20000),
 # BENCH_THREADS (1), WORKLOADS (space-separated subset of the names below), SERVERS (subset of
 # redis keep keep2 floor floor2 peer), BIN (build/bin), KEEP_SERVER, KEEP_BENCH, KEEP_FLOOR,
@@ -51,6 +52,7 @@ DURATION=${DURATION:-0.6}
 WARMUP=${WARMUP:-0.2}
 ROUNDS=${ROUNDS:-8}
 EXTRA_ROUNDS=${EXTRA_ROUNDS:-3}
+EXTRA_DURATION=${EXTRA_DURATION:-0.4}
 OPEN_ROUNDS=${OPEN_ROUNDS:-5}
 OPEN_DURATION=${OPEN_DURATION:-1.5}
 CONNECTIONS=${CONNECTIONS:-50}
@@ -60,41 +62,47 @@ RATE=${RATE:-20000}
 BENCH_THREADS=${BENCH_THREADS:-1}
 HOST=127.0.0.1
 
-# name|keep-bench arguments|populate first (1/0)|floors that run it|rounds|seconds per run
+# name|keep-bench arguments|populate first (1/0)|servers that run it|rounds|seconds per run
 # The floor answers every request with a fixed reply, so its cost is the same for any request of
 # one shape: it runs the plain GET/SET/PING shapes (p1, p16, open loop), which bound the rest.
-# Floors: 2 = both, 1 = the one-thread floor (the two-thread floor is read against keep2's CPU
-# per request, which the open loop does not compare), 0 = none. Rounds and seconds: empty =
+# The open loop's targets judge one shard against redis-server, and the one-thread floor's tails
+# there are the machine's own: two shards and the two-thread floor do not run it (the two-thread
+# floor is read against keep2's CPU per request at p1 and p16). Rounds and seconds: empty =
 # ROUNDS and DURATION. GET and SET at pipeline 1 and 16 are what the targets judge, and a run's
 # figure moves with the state the shared machine is in during it, which a longer run does not
 # average out (runs of 0.7 s and of 2 s spread alike here, keep/redis CPU per request 0.55-0.82 run
-# to run): so they get many short rounds rather than a few long ones. PING, which no target
-# judges, gets EXTRA_ROUNDS: its five more rounds were 21 s of a `make bench` that has to fit in
-# 10 minutes from a fresh clone. The open loop's p99.9 is the 30th-worst of
+# to run): so they get many short rounds rather than a few long ones. The workloads no target
+# judges, PING among them, get EXTRA_ROUNDS runs of EXTRA_DURATION: `make bench` has to fit in 10
+# minutes from a fresh clone, whose build alone took 112-132 s on 2026-12-06's seventh VM. The open loop's p99.9 is the 30th-worst of
 # 30,000 latencies (1.5 s at 20000/s): one scheduling hiccup of the machine in a run (the VM's
 # own housekeeping takes a CPU for 1-8 ms every second or two) moves it several-fold, so it gets
 # OPEN_ROUNDS rounds and the median rejects up to two such runs (with three rounds, one run of
 # keep's open-loop SET at 3.4 ms made its median p99.9 1.18x redis's in one make bench).
+# Who runs a workload (of the servers started: SERVERS chooses among them), and how long.
+ALL="redis keep keep2 floor floor2 peer"
+STORING="redis keep keep2 peer"
+OPEN_LOOP="redis keep floor peer"
+UNJUDGED="$EXTRA_ROUNDS|$EXTRA_DURATION"
 WORKLOAD_TABLE=(
-  "ping|--workload ping|0|2|$EXTRA_ROUNDS"
-  "get_p1|--workload get|1|2"
-  "get_p16|--workload get --pipeline 16|1|2"
-  "set_p1|--workload set|0|2"
-  "set_p16|--workload set --pipeline 16|0|2"
-  "mixed|--workload mixed --ratio 9:1|1|0|$EXTRA_ROUNDS"
-  "incr|--workload incr|0|0|$EXTRA_ROUNDS"
-  "ratelimit_native|--workload ratelimit --ratelimit-form native|0|0|$EXTRA_ROUNDS"
-  "ratelimit_lua|--workload ratelimit --ratelimit-form lua|0|0|$EXTRA_ROUNDS"
-  "ratelimit_gcra|--workload ratelimit --ratelimit-form gcra|0|0|$EXTRA_ROUNDS"
-  "ratelimit_native_p16|--workload ratelimit --ratelimit-form native --pipeline 16|0|0|$EXTRA_ROUNDS"
-  "ratelimit_gcra_p16|--workload ratelimit --ratelimit-form gcra --pipeline 16|0|0|$EXTRA_ROUNDS"
-  "ratelimit_lua_p16|--workload ratelimit --ratelimit-form lua --pipeline 16|0|0|$EXTRA_ROUNDS"
-  "lock_native|--workload lock --lock-release native|0|0|$EXTRA_ROUNDS"
-  "lock_lua|--workload lock --lock-release lua|0|0|$EXTRA_ROUNDS"
-  "coord_native|--workload coord --lock-release native|1|0|$EXTRA_ROUNDS"
-  "coord_lua|--workload coord --lock-release lua|1|0|$EXTRA_ROUNDS"
-  "get_open|--workload get --rate $RATE|1|1|$OPEN_ROUNDS|$OPEN_DURATION"
-  "set_open|--workload set --rate $RATE|0|1|$OPEN_ROUNDS|$OPEN_DURATION"
+  "ping|--workload ping|0|$ALL|$UNJUDGED"
+  "get_p1|--workload get|1|$ALL"
+  "get_p16|--workload get --pipeline 16|1|$ALL"
+  "set_p1|--workload set|0|$ALL"
+  "set_p16|--workload set --pipeline 16|0|$ALL"
+  "mixed|--workload mixed --ratio 9:1|1|$STORING|$UNJUDGED"
+  "incr|--workload incr|0|$STORING|$UNJUDGED"
+  "ratelimit_native|--workload ratelimit --ratelimit-form native|0|$STORING|$UNJUDGED"
+  "ratelimit_lua|--workload ratelimit --ratelimit-form lua|0|$STORING|$UNJUDGED"
+  "ratelimit_gcra|--workload ratelimit --ratelimit-form gcra|0|$STORING|$UNJUDGED"
+  "ratelimit_native_p16|--workload ratelimit --ratelimit-form native --pipeline 16|0|$STORING|$UNJUDGED"
+  "ratelimit_gcra_p16|--workload ratelimit --ratelimit-form gcra --pipeline 16|0|$STORING|$UNJUDGED"
+  "ratelimit_lua_p16|--workload ratelimit --ratelimit-form lua --pipeline 16|0|$STORING|$UNJUDGED"
+  "lock_native|--workload lock --lock-release native|0|$STORING|$UNJUDGED"
+  "lock_lua|--workload lock --lock-release lua|0|$STORING|$UNJUDGED"
+  "coord_native|--workload coord --lock-release native|1|$STORING|$UNJUDGED"
+  "coord_lua|--workload coord --lock-release lua|1|$STORING|$UNJUDGED"
+  "get_open|--workload get --rate $RATE|1|$OPEN_LOOP|$OPEN_ROUNDS|$OPEN_DURATION"
+  "set_open|--workload set --rate $RATE|0|$OPEN_LOOP|$OPEN_ROUNDS|$OPEN_DURATION"
 )
 METRICS=(cpu_us_per_req throughput p99_us p999_us)
 
@@ -361,14 +369,7 @@ value() {
   fi
 }
 
-runs_on() {
-  local name=$1 floors=$2
-  case $name in
-    floor) ((floors >= 1)) ;;
-    floor2) ((floors >= 2)) ;;
-    *) return 0 ;;
-  esac
-}
+runs_on() { [[ " $2 " == *" $1 "* ]]; }  # runs_on SERVER RUNNERS
 
 started_at=$(date +%s)
 # What one cache line costs to cross between the two CPUs: a shard hop moves a few such lines
@@ -377,17 +378,17 @@ if [[ -x $BIN/keep-core-pingpong ]] && pingpong=$("$BIN/keep-core-pingpong" 2>/d
   echo "compare.sh: one cache line's round trip between two CPUs: $pingpong ns (median of 5)"
 fi
 echo "compare.sh: servers: $(for s in "${STARTED[@]}"; do printf '%s on %s, ' "${LABEL[$s]}" "${PORT[$s]}"; done)"
-echo "compare.sh: $ROUNDS rounds of the shapes the targets judge and $EXTRA_ROUNDS of the others, ${DURATION}s (+${WARMUP}s warm-up) per run; open loop at $RATE req/s, $OPEN_ROUNDS rounds of ${OPEN_DURATION}s; $CONNECTIONS connections, $KEYS keys, ${VALUE_SIZE}-byte values"
+echo "compare.sh: $ROUNDS rounds of ${DURATION}s of the shapes the targets judge and $EXTRA_ROUNDS of ${EXTRA_DURATION}s of the others (+${WARMUP}s warm-up per run); open loop at $RATE req/s, $OPEN_ROUNDS rounds of ${OPEN_DURATION}s; $CONNECTIONS connections, $KEYS keys, ${VALUE_SIZE}-byte values"
 
 max_rounds=0
 for entry in "${WORKLOAD_TABLE[@]}"; do
-  IFS='|' read -r wl args _ floors wl_rounds _ <<<"$entry"
+  IFS='|' read -r wl args _ runners wl_rounds _ <<<"$entry"
   selected "$wl" || continue
   read -r -a wl_args <<<"$args"
   ROUNDS_OF[$wl]=${wl_rounds:-$ROUNDS}
   if ((ROUNDS_OF[$wl] > max_rounds)); then max_rounds=${ROUNDS_OF[$wl]}; fi
   for name in "${STARTED[@]}"; do
-    runs_on "$name" "$floors" || continue
+    runs_on "$name" "$runners" || continue
     probe "$name" "$wl" "${wl_args[@]}" || STATUS[$wl|$name]=n/a
   done
 done
@@ -397,11 +398,11 @@ done
 # several of them; spread over the whole script, the spells fall on workloads about evenly.
 for ((round = 1; round <= max_rounds; round++)); do
   for entry in "${WORKLOAD_TABLE[@]}"; do
-    IFS='|' read -r wl args populate floors _ wl_seconds <<<"$entry"
+    IFS='|' read -r wl args populate runners _ wl_seconds <<<"$entry"
     selected "$wl" && ((round <= ROUNDS_OF[$wl])) || continue
     read -r -a wl_args <<<"$args"
     for name in "${STARTED[@]}"; do
-      runs_on "$name" "$floors" || continue
+      runs_on "$name" "$runners" || continue
       [[ ${STATUS[$wl|$name]:-} != n/a ]] || continue
       run_one "$name" "$wl" "$round" "${wl_seconds:-$DURATION}" "$populate" "${wl_args[@]}"
       printf 'compare.sh: %-17s round %d on %-16s %s\n' "$wl" "$round" "${LABEL[$name]}" "$LAST_RUN" >&2
@@ -413,11 +414,11 @@ summarize
 echo
 printf '%-17s %-16s %11s %11s %9s %9s %9s  %s\n' workload server cpu_us/req req/s p50_us p99_us p999_us note
 for entry in "${WORKLOAD_TABLE[@]}"; do
-  IFS='|' read -r wl _ _ floors _ <<<"$entry"
+  IFS='|' read -r wl _ _ runners _ <<<"$entry"
   selected "$wl" || continue
   first=$wl
   for name in "${STARTED[@]}"; do
-    runs_on "$name" "$floors" || continue
+    runs_on "$name" "$runners" || continue
     row=()
     for metric in cpu_us_per_req throughput p50_us p99_us p999_us; do
       value "$wl" "$name" "$metric"
@@ -461,18 +462,18 @@ ratio_line() {
 has() { [[ " ${STARTED[*]} " == *" $1 "* ]]; }
 
 for entry in "${WORKLOAD_TABLE[@]}"; do
-  IFS='|' read -r wl _ _ floors _ <<<"$entry"
+  IFS='|' read -r wl _ _ runners _ <<<"$entry"
   selected "$wl" || continue
   has "$REFERENCE" || continue
   for metric in "${METRICS[@]}"; do
     for name in keep keep2 peer; do
-      has "$name" && [[ $name != "$REFERENCE" ]] || continue
+      has "$name" && runs_on "$name" "$runners" && [[ $name != "$REFERENCE" ]] || continue
       ratio_line "$wl" "$metric" "$name" "$REFERENCE"
     done
   done
   has redis || continue
   for name in floor floor2; do
-    has "$name" && runs_on "$name" "$floors" || continue
+    has "$name" && runs_on "$name" "$runners" || continue
     ratio_line "$wl" cpu_us_per_req "$name" redis
   done
 done
@@ -480,11 +481,11 @@ done
 # two shards the sharding target (keep2/floor2 at pipeline 1 and 16). Then what a second thread
 # costs each: two shards against one, the two-thread floor against the one-thread floor.
 for entry in "${WORKLOAD_TABLE[@]}"; do
-  IFS='|' read -r wl _ _ floors _ <<<"$entry"
+  IFS='|' read -r wl _ _ runners _ <<<"$entry"
   selected "$wl" || continue
   for pair in keep:floor keep2:floor2 keep2:keep floor2:floor; do
     IFS=: read -r a b <<<"$pair"
-    has "$a" && has "$b" && runs_on "$a" "$floors" && runs_on "$b" "$floors" || continue
+    has "$a" && has "$b" && runs_on "$a" "$runners" && runs_on "$b" "$runners" || continue
     ratio_line "$wl" cpu_us_per_req "$a" "$b"
   done
 done

@@ -44,9 +44,10 @@ def ratio_lines(stdout: str) -> dict[tuple[str, str, str, str], tuple[float, flo
 
 def test_cpu_ratios_are_means_of_rounds_and_of_per_round_ratios():
     rounds = 3
-    # PING runs EXTRA_ROUNDS, GET at pipeline 1 ROUNDS: both set alike so both run `rounds`.
+    # PING runs as the workloads no target judges, GET at pipeline 1 as a judged one: both set alike.
     result = run_compare(SERVERS="redis keep floor", WORKLOADS="ping get_p1", ROUNDS=str(rounds),
-                         EXTRA_ROUNDS=str(rounds), DURATION="0.2", WARMUP="0.05", BINARY="0")
+                         EXTRA_ROUNDS=str(rounds), DURATION="0.2", EXTRA_DURATION="0.2",
+                         WARMUP="0.05", BINARY="0")
     assert result.returncode == 0, result.stderr
     assert "compare.sh: done in" in result.stdout
 
