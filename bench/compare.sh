@@ -63,21 +63,21 @@ BENCH_THREADS=${BENCH_THREADS:-1}
 HOST=127.0.0.1
 
 # name|keep-bench arguments|populate first (1/0)|servers that run it|rounds|seconds per run
-# The floor answers every request with a fixed reply, so its cost is the same for any request of
-# one shape: it runs the plain GET/SET/PING shapes (p1, p16, open loop), which bound the rest.
-# The open loop's targets judge one shard against redis-server, and the one-thread floor's tails
-# there are the machine's own: two shards and the two-thread floor do not run it (the two-thread
-# floor is read against keep2's CPU per request at p1 and p16). Rounds and seconds: empty =
-# ROUNDS and DURATION. GET and SET at pipeline 1 and 16 are what the targets judge, and a run's
-# figure moves with the state the shared machine is in during it, which a longer run does not
-# average out (runs of 0.7 s and of 2 s spread alike here, keep/redis CPU per request 0.55-0.82 run
-# to run): so they get many short rounds rather than a few long ones. The workloads no target
-# judges, PING among them, get EXTRA_ROUNDS runs of EXTRA_DURATION: `make bench` has to fit in 10
-# minutes from a fresh clone, whose build alone took 112-132 s on 2026-12-06's seventh VM. The open loop's p99.9 is the 30th-worst of
-# 30,000 latencies (1.5 s at 20000/s): one scheduling hiccup of the machine in a run (the VM's
-# own housekeeping takes a CPU for 1-8 ms every second or two) moves it several-fold, so it gets
-# OPEN_ROUNDS rounds and the median rejects up to two such runs (with three rounds, one run of
-# keep's open-loop SET at 3.4 ms made its median p99.9 1.18x redis's in one make bench).
+# The floor answers every request with a fixed reply, so its cost is the same for any request of one
+# shape: it runs the plain GET/SET/PING shapes (p1, p16, open loop), which bound the rest. The open
+# loop's targets judge one shard against redis-server, and the one-thread floor's tails there are
+# the machine's own: two shards and the two-thread floor do not run it (the two-thread floor is read
+# against keep2's CPU per request at p1 and p16). Rounds and seconds: empty = ROUNDS and DURATION.
+# GET and SET at pipeline 1 and 16 are what the targets judge, and a run's figure moves with the
+# state the shared machine is in during it, which a longer run does not average out (runs of 0.7 s
+# and of 2 s spread alike here, keep/redis CPU per request 0.55-0.82 run to run): so they get many
+# short rounds rather than a few long ones. The workloads no target judges, PING among them, get
+# EXTRA_ROUNDS runs of EXTRA_DURATION: `make bench` has to fit in 10 minutes from a fresh clone,
+# whose build alone took 112-133 s on 2026-12-06's seventh VM. The open loop's p99.9 is the
+# 30th-worst of 30,000 latencies (1.5 s at 20000/s): one scheduling hiccup of the machine in a run
+# (the VM's own housekeeping takes a CPU for 1-8 ms every second or two) moves it several-fold, so
+# it gets OPEN_ROUNDS rounds and the median rejects up to two such runs (with three rounds, one run
+# of keep's open-loop SET at 3.4 ms made its median p99.9 1.18x redis's in one make bench).
 # Who runs a workload (of the servers started: SERVERS chooses among them), and how long.
 ALL="redis keep keep2 floor floor2 peer"
 STORING="redis keep keep2 peer"

@@ -144,3 +144,23 @@ def test_an_unknown_server_or_a_missing_binary_fails_with_a_message(tmp_path):
     result = run_compare(SERVERS="keep", WORKLOADS="ping", BIN=str(tmp_path), timeout=30)
     assert result.returncode != 0
     assert "is missing: build first" in result.stderr
+
+
+def test_each_workload_runs_on_the_servers_its_figures_need_for_its_rounds():
+    # The closed-loop workloads no target judges run on the storing servers for EXTRA_ROUNDS; the
+    # open loop on one shard, redis-server and the one-thread floor (its targets and noise gauge).
+    result = run_compare(SERVERS="redis keep keep2 floor floor2", WORKLOADS="incr get_open",
+                         ROUNDS="1", EXTRA_ROUNDS="2", EXTRA_DURATION="0.2", OPEN_ROUNDS="1",
+                         OPEN_DURATION="0.3", RATE="2000", WARMUP="0.05", BINARY="0")
+    assert result.returncode == 0, result.stderr
+    rounds: dict[tuple[str, str], set[int]] = {}
+    for line in result.stderr.splitlines():
+        m = RUN_LINE.match(line)
+        if m:
+            rounds.setdefault((m.group(1), LABELS[m.group(3)]), set()).add(int(m.group(2)))
+    assert rounds == {("incr", "redis"): {1, 2}, ("incr", "keep"): {1, 2},
+                      ("incr", "keep2"): {1, 2}, ("get_open", "redis"): {1},
+                      ("get_open", "keep"): {1}, ("get_open", "floor"): {1}}, rounds
+    lines = ratio_lines(result.stdout)
+    open_loop_pairs = {(a, b) for (wl, _, a, b) in lines if wl == "get_open"}
+    assert open_loop_pairs == {("keep", "redis"), ("floor", "redis"), ("keep", "floor")}
