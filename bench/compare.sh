@@ -369,7 +369,9 @@ value() {
   fi
 }
 
-runs_on() { [[ " $2 " == *" $1 "* ]]; }  # runs_on SERVER RUNNERS
+has() { [[ " ${STARTED[*]} " == *" $1 "* ]]; }
+# runs_on SERVER RUNNERS: the server was started and is among the workload's runners.
+runs_on() { has "$1" && [[ " $2 " == *" $1 "* ]]; }
 
 started_at=$(date +%s)
 # What one cache line costs to cross between the two CPUs: a shard hop moves a few such lines
@@ -459,21 +461,19 @@ ratio_line() {
   echo "RATIO $1 $2 $3=$VA $4=$VB $3/$4=$R"
 }
 
-has() { [[ " ${STARTED[*]} " == *" $1 "* ]]; }
-
 for entry in "${WORKLOAD_TABLE[@]}"; do
   IFS='|' read -r wl _ _ runners _ <<<"$entry"
   selected "$wl" || continue
   has "$REFERENCE" || continue
   for metric in "${METRICS[@]}"; do
     for name in keep keep2 peer; do
-      has "$name" && runs_on "$name" "$runners" && [[ $name != "$REFERENCE" ]] || continue
+      runs_on "$name" "$runners" && [[ $name != "$REFERENCE" ]] || continue
       ratio_line "$wl" "$metric" "$name" "$REFERENCE"
     done
   done
   has redis || continue
   for name in floor floor2; do
-    has "$name" && runs_on "$name" "$runners" || continue
+    runs_on "$name" "$runners" || continue
     ratio_line "$wl" cpu_us_per_req "$name" redis
   done
 done
@@ -485,7 +485,7 @@ for entry in "${WORKLOAD_TABLE[@]}"; do
   selected "$wl" || continue
   for pair in keep:floor keep2:floor2 keep2:keep floor2:floor; do
     IFS=: read -r a b <<<"$pair"
-    has "$a" && has "$b" && runs_on "$a" "$runners" && runs_on "$b" "$runners" || continue
+    runs_on "$a" "$runners" && runs_on "$b" "$runners" || continue
     ratio_line "$wl" cpu_us_per_req "$a" "$b"
   done
 done
