@@ -6,7 +6,8 @@
 #   bench/agreement.sh RUN1.log RUN2.log
 #
 # Three groups, each with a count: the figures issue 4 judges (those named by TARGET lines in either
-# run), the other CPU-per-request and throughput figures, and the latency percentiles. Only the
+# run), the other CPU-per-request (with its user and system parts) and throughput figures, and the
+# latency percentiles. Only the
 # first two can agree run to run: one scheduling hiccup in a run moves a p99.9 several-fold, and
 # two identical servers differ by more than 15% on a third of the percentile lines (bench/README.md,
 # "Identical servers are the noise gauge"). Exit status 0 when both files were read, whatever the
@@ -40,12 +41,12 @@ awk -v tolerance="$TOLERANCE" '
   function group(key, parts) {
     split(key, parts, " ")
     if (key in judged) return 1
-    return parts[2] ~ /^(cpu_us_per_req|throughput)$/ ? 2 : 3
+    return parts[2] ~ /^(cpu_us_per_req|user_us_per_req|system_us_per_req|throughput)$/ ? 2 : 3
   }
   END {
     names[1] = "targets"; names[2] = "cpu_throughput"; names[3] = "percentiles"
     titles[1] = "the figures issue 4 judges (TARGET lines)"
-    titles[2] = "the other CPU per request and throughput figures"
+    titles[2] = "the other CPU per request (with its user and system parts) and throughput figures"
     titles[3] = "latency percentiles (noise-bound: see bench/README.md)"
     shared = 0
     for (g = 1; g <= 3; g++) {

@@ -11,7 +11,8 @@
 # where keep= and redis= are each server's figure over the rounds (the mean for CPU per request and
 # throughput, the median for latency) and keep/redis is, for CPU and throughput, the mean over
 # rounds of the two servers' ratio within the round, for latency the ratio of the two medians (see
-# bench/README.md, "Figures").
+# bench/README.md, "Figures"). What a second thread costs (keep2/keep, floor2/floor) is also split
+# into user and system time per request (user_us_per_req, system_us_per_req: the ratio of means).
 # Method and how to read it: bench/README.md.
 #
 # With redis and keep2 among the servers, a last section compares GET over the binary protocol
@@ -25,7 +26,8 @@
 # run says itself where the kernel's path alone is above it (bench/README.md, "The floor moves"):
 #   FLOOR <workload> cpu_us_per_req floor/redis=<x> <=0.8 met|missed
 # and, where a sharding target missed, one line with what the second thread cost the floor
-# (floor2/floor) and Keep (keep2/keep), from RATIO lines of their own.
+# (floor2/floor) and Keep (keep2/keep), in all and in user and system time, from RATIO lines of
+# their own.
 # Whether two runs agree: bench/agreement.sh RUN1.log RUN2.log.
 # Settings (environment): ROUNDS (rounds of the plain shapes the targets judge: GET and SET at
 # pipeline 1 and 16; default 8), DURATION (s per run of those and of the binary section, 0.6),
@@ -105,6 +107,16 @@ WORKLOAD_TABLE=(
   "set_open|--workload set --rate $RATE|0|$OPEN_LOOP|$OPEN_ROUNDS|$OPEN_DURATION"
 )
 METRICS=(cpu_us_per_req throughput p99_us p999_us)
+# What each run records. CPU per request split into user and system time says whose a cost is:
+# the server's own code, or the kernel's path (the sharding target takes a second thread's cost
+# to be the kernel's).
+RUN_METRICS=(cpu_us_per_req user_us_per_req system_us_per_req throughput p50_us p99_us p999_us)
+# CPU per request and throughput add up over requests and seconds: a server's figure is its mean
+# over rounds, and against another server the mean of the two's ratios within each round (see
+# summarize). The user and system parts are means too, but a run holds few clock ticks of either
+# (the floor's user time at pipeline 16: about four), so a round's ratio of them is mostly
+# rounding: against another server they take the ratio of the two means.
+is_paired() { [[ $1 == cpu_us_per_req || $1 == throughput ]]; }
 
 die() {
   echo "compare.sh: $*" >&2
@@ -176,13 +188,16 @@ start_server() {
 # The helpers below set variables instead of printing: a command substitution forks, and at a few
 # hundred runs the forks of a dozen per run took longer than a third of the runs themselves.
 
-# cpu_ticks PID: TICKS = utime + stime of every thread, from /proc/PID/stat after the comm field.
+# cpu_ticks PID: USER_TICKS and SYSTEM_TICKS = utime and stime of every thread, from
+# /proc/PID/stat after the comm field, and TICKS their sum.
 cpu_ticks() {
   local stat f
   read -r stat <"/proc/$1/stat"
   stat=${stat##*) }
   read -r -a f <<<"$stat"
-  TICKS=$((f[11] + f[12]))
+  USER_TICKS=${f[11]}
+  SYSTEM_TICKS=${f[12]}
+  TICKS=$((USER_TICKS + SYSTEM_TICKS))
 }
 
 # json_load FILE: J[field] = the value of every field of keep-bench's one-line JSON (flat: numbers
@@ -285,9 +300,10 @@ run_one() {
   if ((populate)); then
     "$KEEP_BENCH" "${COMMON[@]}" --port "$port" --populate-only --quiet >/dev/null 2>&1 || true
   fi
-  local before
+  local user_before system_before
   cpu_ticks "$pid"
-  before=$TICKS
+  user_before=$USER_TICKS
+  system_before=$SYSTEM_TICKS
   "$KEEP_BENCH" "${COMMON[@]}" --port "$port" --duration "$seconds" --warmup "$WARMUP" \
     --no-populate --json --quiet "$@" >"$out" 2>"$WORK/run.err" || rc=$?
   cpu_ticks "$pid"
@@ -298,11 +314,16 @@ run_one() {
     return 0
   fi
   json_load "$out"
-  us_per_request $((TICKS - before)) "${J[requests_total]}"
+  local user=$((USER_TICKS - user_before)) system=$((SYSTEM_TICKS - system_before))
+  us_per_request $((user + system)) "${J[requests_total]}"
   J[cpu_us_per_req]=$US
-  LAST_RUN="$US us/req, ${J[throughput]%.*} req/s, p99 ${J[p99_us]} us, p99.9 ${J[p999_us]} us"
+  us_per_request "$user" "${J[requests_total]}"
+  J[user_us_per_req]=$US
+  us_per_request "$system" "${J[requests_total]}"
+  J[system_us_per_req]=$US
+  LAST_RUN="${J[cpu_us_per_req]} us/req, ${J[throughput]%.*} req/s, p99 ${J[p99_us]} us, p99.9 ${J[p999_us]} us"
   local metric
-  for metric in cpu_us_per_req throughput p50_us p99_us p999_us; do
+  for metric in "${RUN_METRICS[@]}"; do
     RESULT[$wl|$name|$metric]+="${J[$metric]} "
     BY_ROUND[$wl|$name|$metric|$round]=${J[$metric]}
   done
@@ -332,7 +353,7 @@ summarize() {
     for key in "${!RESULT[@]}"; do
       echo "M|$key ${RESULT[$key]}"
       IFS='|' read -r wl name metric <<<"$key"
-      [[ $metric == cpu_us_per_req || $metric == throughput ]] || continue
+      is_paired "$metric" || continue
       for other in "${STARTED[@]}"; do
         [[ $other != "$name" && -n ${RESULT[$wl|$other|$metric]:-} ]] || continue
         list=""
@@ -343,7 +364,7 @@ summarize() {
       done
     done | awk '{
       n = 0
-      mean = $1 ~ /\|(cpu_us_per_req|throughput)$/
+      mean = $1 ~ /\|(cpu_us_per_req|user_us_per_req|system_us_per_req|throughput)$/
       for (i = 2; i <= NF; i++) {
         if (split($i, ab, "/") == 2) {
           if (ab[1] + 0 > 0 && ab[2] + 0 > 0) v[++n] = ab[1] / ab[2]
@@ -436,14 +457,15 @@ echo
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.3f", a / b; else print "n/a" }'; }
 
 # ratio_line WORKLOAD METRIC A B: the RATIO line of A against B: each one's figure over its
-# rounds, then for CPU per request and throughput the mean over rounds of A's figure over B's in
-# the same round (see summarize). Their runs are seconds apart, so what the machine drifts by
-# between rounds cancels (here one server's CPU per request moved from 9 to 17 us over minutes, and
-# back); the ratio of the two servers' means would keep it. Rounds where either run failed are left
-# out. A percentile is not drift but hiccups, independent from run to run and several-fold: there
-# the ratio of the two medians, each of which has dropped its server's worst runs (a round's ratio
-# carries the hiccup of either run: open-loop SET p99 keep/redis was 3.4, 0.78 and 1.18 in three
-# rounds whose medians were 467 and 557 us).
+# rounds, then for CPU per request and throughput (is_paired) the mean over rounds of A's figure
+# over B's in the same round (see summarize). Their runs are seconds apart, so what the machine
+# drifts by between rounds cancels (here one server's CPU per request moved from 9 to 17 us over
+# minutes, and back); the ratio of the two servers' means would keep it. Rounds where either run
+# failed are left out. A percentile is not drift but hiccups, independent from run to run and
+# several-fold: there the ratio of the two medians, each of which has dropped its server's worst
+# runs (a round's ratio carries the hiccup of either run: open-loop SET p99 keep/redis was 3.4,
+# 0.78 and 1.18 in three rounds whose medians were 467 and 557 us). The user and system parts of
+# CPU per request: the ratio of the two means (see is_paired).
 # ratio_of WORKLOAD METRIC A B: VA, VB = the two figures, R = the ratio ratio_line prints.
 ratio_of() {
   local wl=$1 metric=$2 a=$3 b=$4
@@ -451,10 +473,11 @@ ratio_of() {
   VA=$V
   value "$wl" "$b" "$metric"
   VB=$V
-  case $metric in
-    cpu_us_per_req | throughput) R=${SUMMARY[P|$wl|$a|$b|$metric]:-n/a} ;;
-    *) R=$(ratio "$VA" "$VB") ;;
-  esac
+  if is_paired "$metric"; then
+    R=${SUMMARY[P|$wl|$a|$b|$metric]:-n/a}
+  else
+    R=$(ratio "$VA" "$VB")
+  fi
 }
 ratio_line() {
   ratio_of "$@"
@@ -479,14 +502,19 @@ for entry in "${WORKLOAD_TABLE[@]}"; do
 done
 # Keep against the floor with as many threads: what Keep spends above the kernel's path, and for
 # two shards the sharding target (keep2/floor2 at pipeline 1 and 16). Then what a second thread
-# costs each: two shards against one, the two-thread floor against the one-thread floor.
+# costs each: two shards against one, the two-thread floor against the one-thread floor, and where
+# the floor runs too, that cost's user and system parts: the target takes it to be the kernel's,
+# and a second shard's forwarding shows in Keep's user time.
 for entry in "${WORKLOAD_TABLE[@]}"; do
   IFS='|' read -r wl _ _ runners _ <<<"$entry"
   selected "$wl" || continue
-  for pair in keep:floor keep2:floor2 keep2:keep floor2:floor; do
-    IFS=: read -r a b <<<"$pair"
+  for pair in keep:floor: keep2:floor2: keep2:keep:split floor2:floor:split; do
+    IFS=: read -r a b split <<<"$pair"
     runs_on "$a" "$runners" && runs_on "$b" "$runners" || continue
     ratio_line "$wl" cpu_us_per_req "$a" "$b"
+    [[ -n $split ]] && runs_on floor2 "$runners" && runs_on floor "$runners" || continue
+    ratio_line "$wl" user_us_per_req "$a" "$b"
+    ratio_line "$wl" system_us_per_req "$a" "$b"
   done
 done
 # Keep's native commands against the Redis recipe each replaces (the Lua script by EVALSHA on
@@ -575,16 +603,24 @@ if ((floors_above > 0)); then
     "$floors_above of the $floors_judged CPU targets against redis-server in this run:" \
     "${floors_missed# }"
 fi
-# Where a sharding target missed, what the second thread cost the floor and Keep: the target
-# (keep2/floor2 <= 1.2) takes a second thread to cost any server 1.5-2x, the kernel's share; where
-# the floor's second thread costs little, it asks two shards to cost about what one does.
+# Where a sharding target missed, what the second thread cost the floor and Keep, in all and in
+# user and system time: the target (keep2/floor2 <= 1.2) takes a second thread to cost any server
+# 1.5-2x, the kernel's share; where the floor's second thread costs little, it asks two shards to
+# cost about what one does, and a second shard's own work shows in Keep's user time.
 second_thread_costs=""
 for wl in $sharding_missed; do
   has keep && has floor || continue
-  ratio_of "$wl" cpu_us_per_req floor2 floor
-  second_thread_costs+=" $wl floor2/floor=$R"
-  ratio_of "$wl" cpu_us_per_req keep2 keep
-  second_thread_costs+=" keep2/keep=$R;"
+  second_thread_costs+=" $wl"
+  for pair in floor2:floor keep2:keep; do
+    IFS=: read -r a b <<<"$pair"
+    ratio_of "$wl" cpu_us_per_req "$a" "$b"
+    second_thread_costs+=" $a/$b=$R"
+    ratio_of "$wl" user_us_per_req "$a" "$b"
+    second_thread_costs+=" (user $R,"
+    ratio_of "$wl" system_us_per_req "$a" "$b"
+    second_thread_costs+=" system $R)"
+  done
+  second_thread_costs+=";"
 done
 if [[ -n $second_thread_costs ]]; then
   second_thread_costs=${second_thread_costs%;}

@@ -7,6 +7,7 @@ cannot use fail with a message, not a half-printed table.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import statistics
@@ -38,7 +39,7 @@ def ratio_lines(stdout: str) -> dict[tuple[str, str, str, str], tuple[float, flo
         if m:
             wl, metric, a, va, b, vb, ra, rb, r = m.groups()
             assert (ra, rb) == (a, b), line
-            lines[(wl, metric, a, b)] = (float(va), float(vb), float(r))
+            lines[(wl, metric, a, b)] = (float(va), float(vb), math.nan if r == "n/a" else float(r))
     return lines
 
 
@@ -123,13 +124,35 @@ def test_what_the_second_thread_costs_is_printed_and_named_where_sharding_missed
         per_round = [cpu[two][n] / cpu[one][n] for n in range(1, rounds + 1)]
         assert r == pytest.approx(statistics.mean(per_round), abs=2e-3), (two, one)
 
+        # Its user and system parts: each server's add up to its CPU per request (each run's three
+        # figures are rounded apart), and their ratio is that of the two means (a 0.2 s run may
+        # hold no tick of a floor's user time: then there is no ratio).
+        parts = [lines[("get_p1", f"{part}_us_per_req", two, one)] for part in ("user", "system")]
+        assert parts[0][0] + parts[1][0] == pytest.approx(va, abs=4e-3), (two, parts)
+        assert parts[0][1] + parts[1][1] == pytest.approx(vb, abs=4e-3), (one, parts)
+        for part_two, part_one, part_ratio in parts:
+            if part_two > 0 and part_one > 0:
+                assert part_ratio == pytest.approx(part_two / part_one, abs=1e-3), (two, one, parts)
+            else:
+                assert math.isnan(part_ratio), (two, one, parts)
+    for a, b in (("keep", "floor"), ("keep2", "floor2")):  # split only for a second thread's cost
+        assert ("get_p1", "user_us_per_req", a, b) not in lines
+        assert ("get_p1", "cpu_us_per_req", a, b) in lines
+
     m = re.search(r"^TARGET get_p1 cpu_us_per_req keep2/floor2=(\S+) <=1\.2 (met|missed)$",
                   result.stdout, re.MULTILINE)
     assert m, result.stdout
+
+    def cost(two: str, one: str) -> str:
+        user, system = (lines[("get_p1", f"{part}_us_per_req", two, one)][2]
+                        for part in ("user", "system"))
+        shown = ["n/a" if math.isnan(r) else f"{r:.3f}" for r in (user, system)]
+        return (f"{two}/{one}={lines[('get_p1', 'cpu_us_per_req', two, one)][2]:.3f}"
+                f" (user {shown[0]}, system {shown[1]})")
+
     named = ("compare.sh: where two shards missed the two-thread floor's bound, the second thread"
-             " cost the floor and Keep, per request: get_p1"
-             f" floor2/floor={lines[('get_p1', 'cpu_us_per_req', 'floor2', 'floor')][2]:.3f}"
-             f" keep2/keep={lines[('get_p1', 'cpu_us_per_req', 'keep2', 'keep')][2]:.3f}"
+             f" cost the floor and Keep, per request: get_p1 {cost('floor2', 'floor')}"
+             f" {cost('keep2', 'keep')}"
              " (the bound takes a second thread to cost any server 1.5-2x)")
     assert (named in result.stdout.splitlines()) == (m.group(2) == "missed"), result.stdout
 
