@@ -107,9 +107,8 @@ WORKLOAD_TABLE=(
   "set_open|--workload set --rate $RATE|0|$OPEN_LOOP|$OPEN_ROUNDS|$OPEN_DURATION"
 )
 METRICS=(cpu_us_per_req throughput p99_us p999_us)
-# What each run records. CPU per request split into user and system time says whose a cost is:
-# the server's own code, or the kernel's path (the sharding target takes a second thread's cost
-# to be the kernel's).
+# What each run records: CPU per request also as its user and system parts, the server's own code
+# and the kernel's path (read for what a second thread costs, below).
 RUN_METRICS=(cpu_us_per_req user_us_per_req system_us_per_req throughput p50_us p99_us p999_us)
 # CPU per request and throughput add up over requests and seconds: a server's figure is its mean
 # over rounds, and against another server the mean of the two's ratios within each round (see

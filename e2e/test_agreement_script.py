@@ -84,7 +84,8 @@ def test_figures_of_both_runs_are_set_side_by_side_and_grouped(tmp_path):
     # The TARGET lines of either run name the judged figures; throughput has none here.
     out = result.stdout
     judged = out.index("the figures issue 4 judges")
-    level = out.index("the other CPU per request (with its user and system parts) and throughput figures")
+    level = out.index("the other CPU per request (with its user and system parts) and throughput"
+                      " figures")
     tails = out.index("AGREEMENT")  # no percentile group: the only percentile is judged
     assert judged < out.index("get_p1 cpu_us_per_req keep/redis") < level
     assert judged < out.index("set_open p99_us keep/redis") < level
