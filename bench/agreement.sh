@@ -9,8 +9,9 @@
 # run), the other CPU-per-request (with its user and system parts) and throughput figures, and the
 # latency percentiles. Only the first two can agree run to run: one scheduling hiccup in a run
 # moves a p99.9 several-fold, and two identical servers differ by more than 15% on a third of the
-# percentile lines (bench/README.md, "Identical servers are the noise gauge"). Exit status 0 when both files were read, whatever the
-# figures; 1 when a file is missing or the two runs share no RATIO line.
+# percentile lines (bench/README.md, "Identical servers are the noise gauge"). Exit status 0 when
+# both files were read, whatever the figures; 1 when a file is missing or the two runs share no
+# RATIO line.
 set -euo pipefail
 
 die() {

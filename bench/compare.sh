@@ -320,7 +320,8 @@ run_one() {
   J[user_us_per_req]=$US
   us_per_request "$system" "${J[requests_total]}"
   J[system_us_per_req]=$US
-  LAST_RUN="${J[cpu_us_per_req]} us/req, ${J[throughput]%.*} req/s, p99 ${J[p99_us]} us, p99.9 ${J[p999_us]} us"
+  LAST_RUN="${J[cpu_us_per_req]} us/req, ${J[throughput]%.*} req/s, p99 ${J[p99_us]} us,"
+  LAST_RUN+=" p99.9 ${J[p999_us]} us"
   local metric
   for metric in "${RUN_METRICS[@]}"; do
     RESULT[$wl|$name|$metric]+="${J[$metric]} "
@@ -337,14 +338,14 @@ median() {
            if (NR % 2) printf "%.3f", v[(NR + 1) / 2]; else printf "%.3f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
-# summarize: SUMMARY[M|wl|name|metric] = a server's figure over its rounds, and for CPU per
-# request and throughput SUMMARY[P|wl|a|b|metric] = the mean over rounds of a's figure over b's in
-# the same round, for every two servers (see ratio_line), all in one awk. CPU per request and
-# throughput are averaged: they add up over requests and seconds, and a server's runs here fall
-# into a fast and a slow mode of the machine (redis-server's SET at pipeline 16: 1.1-1.25 or
-# 1.6-2.2 us per request), where the median of eight jumps from one mode to the other as the count
-# in each moves by one. The latency percentiles take the median: one hiccup moves a run's p99.9
-# several-fold.
+# summarize: SUMMARY[M|wl|name|metric] = a server's figure over its rounds, and for CPU per request
+# and throughput SUMMARY[P|wl|a|b|metric] = the mean over rounds of a's figure over b's in the same
+# round, for every two servers (see ratio_line), all in one awk. CPU per request (and its user and
+# system parts) and throughput are averaged: they add up over requests and seconds, and a server's
+# runs here fall into a fast and a slow mode of the machine (redis-server's SET at pipeline 16:
+# 1.1-1.25 or 1.6-2.2 us per request), where the median of eight jumps from one mode to the other as
+# the count in each moves by one. The latency percentiles take the median: one hiccup moves a run's
+# p99.9 several-fold.
 declare -A SUMMARY
 summarize() {
   local key wl name other metric round list k v
@@ -363,7 +364,7 @@ summarize() {
       done
     done | awk '{
       n = 0
-      mean = $1 ~ /\|(cpu_us_per_req|user_us_per_req|system_us_per_req|throughput)$/
+      mean = $1 !~ /\|p[0-9]+_us$/
       for (i = 2; i <= NF; i++) {
         if (split($i, ab, "/") == 2) {
           if (ab[1] + 0 > 0 && ab[2] + 0 > 0) v[++n] = ab[1] / ab[2]
@@ -507,11 +508,15 @@ done
 for entry in "${WORKLOAD_TABLE[@]}"; do
   IFS='|' read -r wl _ _ runners _ <<<"$entry"
   selected "$wl" || continue
-  for pair in keep:floor: keep2:floor2: keep2:keep:split floor2:floor:split; do
-    IFS=: read -r a b split <<<"$pair"
+  for pair in keep:floor keep2:floor2 keep2:keep floor2:floor; do
+    IFS=: read -r a b <<<"$pair"
     runs_on "$a" "$runners" && runs_on "$b" "$runners" || continue
     ratio_line "$wl" cpu_us_per_req "$a" "$b"
-    [[ -n $split ]] && runs_on floor2 "$runners" && runs_on floor "$runners" || continue
+  done
+  runs_on floor "$runners" && runs_on floor2 "$runners" || continue
+  for pair in keep2:keep floor2:floor; do
+    IFS=: read -r a b <<<"$pair"
+    runs_on "$a" "$runners" && runs_on "$b" "$runners" || continue
     ratio_line "$wl" user_us_per_req "$a" "$b"
     ratio_line "$wl" system_us_per_req "$a" "$b"
   done
