@@ -87,6 +87,9 @@ class ShardServices;  // shard-level services for server commands (see shard_ser
 struct CommandContext {
   core::Store& store;
   int64_t now_ms;  // the shard clock, Unix milliseconds (see core/clock.h)
+  // The wall clock's drift from the shard clock (core::Clock::WallDriftMillis), for commands
+  // that take or give Unix times: see ShardFromUnix and UnixFromShard.
+  int64_t wall_drift_ms = 0;
   // args[0] is the command name as sent; for parts of kEachKey commands, args holds the name and
   // only this part's keys (with their values for MSET-like commands), in the original order.
   std::span<const std::string_view> args;
@@ -107,6 +110,18 @@ struct CommandContext {
   // function, for the CLUSTER commands.
   const cluster::View* view = nullptr;
   const core::SlotFunction* slot_of = nullptr;
+
+  // A Unix time in ms on the shard clock, and back; saturating at the ends of int64.
+  int64_t ShardFromUnix(int64_t unix_ms) const {
+    int64_t shard_ms;
+    if (!__builtin_sub_overflow(unix_ms, wall_drift_ms, &shard_ms)) return shard_ms;
+    return wall_drift_ms < 0 ? INT64_MAX : INT64_MIN;
+  }
+  int64_t UnixFromShard(int64_t shard_ms) const {
+    int64_t unix_ms;
+    if (!__builtin_add_overflow(shard_ms, wall_drift_ms, &unix_ms)) return unix_ms;
+    return wall_drift_ms > 0 ? INT64_MAX : INT64_MIN;
+  }
 };
 
 enum class Routing : uint8_t {

@@ -58,8 +58,9 @@ void Type(CommandContext& ctx) {
 
 enum : uint32_t { kExpireNx = 1, kExpireXx = 2, kExpireGt = 4, kExpireLt = 8 };
 
-// Redis's expireGenericCommand: `basetime` is now for EXPIRE/PEXPIRE and 0 for the *AT forms.
-void ExpireGeneric(CommandContext& ctx, int64_t basetime, bool seconds, std::string_view command) {
+// Redis's expireGenericCommand: its basetime is now for EXPIRE/PEXPIRE (`relative`) and 0 for
+// the *AT forms, whose Unix time then goes on the shard clock.
+void ExpireGeneric(CommandContext& ctx, bool relative, bool seconds, std::string_view command) {
   uint32_t flags = 0;
   for (size_t j = 3; j < ctx.args.size(); ++j) {
     std::string_view opt = ctx.args[j];
@@ -98,11 +99,15 @@ void ExpireGeneric(CommandContext& ctx, int64_t basetime, bool seconds, std::str
     }
     when *= 1000;
   }
-  if (when > INT64_MAX - basetime) {
-    ReplyError(ctx, InvalidExpireError(command));
-    return;
+  if (relative) {
+    if (when > INT64_MAX - ctx.now_ms) {
+      ReplyError(ctx, InvalidExpireError(command));
+      return;
+    }
+    when += ctx.now_ms;
+  } else {
+    when = ctx.ShardFromUnix(when);
   }
-  when += basetime;
 
   Store::Ref ref = ctx.store.Find(ctx.args[1]);
   if (ref == nullptr) {
@@ -129,13 +134,13 @@ void ExpireGeneric(CommandContext& ctx, int64_t basetime, bool seconds, std::str
 }
 
 // EXPIRE key seconds [NX | XX | GT | LT] -> 1 if the TTL was set (or the key deleted), else 0.
-void Expire(CommandContext& ctx) { ExpireGeneric(ctx, ctx.now_ms, true, "expire"); }
+void Expire(CommandContext& ctx) { ExpireGeneric(ctx, true, true, "expire"); }
 // PEXPIRE key milliseconds [NX | XX | GT | LT]
-void PExpire(CommandContext& ctx) { ExpireGeneric(ctx, ctx.now_ms, false, "pexpire"); }
+void PExpire(CommandContext& ctx) { ExpireGeneric(ctx, true, false, "pexpire"); }
 // EXPIREAT key unix-seconds [NX | XX | GT | LT]
-void ExpireAt(CommandContext& ctx) { ExpireGeneric(ctx, 0, true, "expireat"); }
+void ExpireAt(CommandContext& ctx) { ExpireGeneric(ctx, false, true, "expireat"); }
 // PEXPIREAT key unix-milliseconds [NX | XX | GT | LT]
-void PExpireAt(CommandContext& ctx) { ExpireGeneric(ctx, 0, false, "pexpireat"); }
+void PExpireAt(CommandContext& ctx) { ExpireGeneric(ctx, false, false, "pexpireat"); }
 
 // Redis's ttlGenericCommand: -2 when missing, -1 without a TTL, else the remaining time (or
 // the deadline with `absolute`), in ms or rounded to seconds.
@@ -150,7 +155,7 @@ void TtlGeneric(CommandContext& ctx, bool milliseconds, bool absolute) {
     ctx.reply.Integer(-1);
     return;
   }
-  int64_t ttl = absolute ? deadline : deadline - ctx.now_ms;
+  int64_t ttl = absolute ? ctx.UnixFromShard(deadline) : deadline - ctx.now_ms;
   if (ttl < 0) ttl = 0;
   // Redis's (ttl + 500) / 1000, without its overflow for deadlines near INT64_MAX.
   ctx.reply.Integer(milliseconds ? ttl : ttl / 1000 + (ttl % 1000 + 500) / 1000);

@@ -197,6 +197,33 @@ TEST_F(KeyFamilyTest, PExpireAndAbsoluteForms) {
   EXPECT_EQ(Run({"PTTL", "k"}), Int(123));
 }
 
+// After a wall-clock step (or a suspension) the Unix forms follow the wall clock, as Redis's do,
+// while relative TTLs keep counting real time on the shard clock.
+TEST_F(KeyFamilyTest, AbsoluteFormsFollowTheWallClockAfterAStep) {
+  const int64_t wall_ms = kStartMs + 9000;  // the wall clock is 9 s ahead of the shard clock
+  SetWallDrift(9000);
+  EXPECT_EQ(Run({"SET", "k", "v", "EX", "100"}), kOk);
+  EXPECT_EQ(Run({"PTTL", "k"}), Int(100000));
+  EXPECT_EQ(Run({"PEXPIRETIME", "k"}), Int(wall_ms + 100000));
+  EXPECT_EQ(Run({"EXPIREAT", "k", std::to_string(wall_ms / 1000 + 60)}), Int(1));
+  EXPECT_EQ(Run({"TTL", "k"}), Int(60));
+  EXPECT_EQ(Run({"EXPIRETIME", "k"}), Int(wall_ms / 1000 + 60));
+  EXPECT_EQ(Run({"PEXPIREAT", "k", std::to_string(wall_ms + 1234)}), Int(1));
+  EXPECT_EQ(Run({"PTTL", "k"}), Int(1234));
+  EXPECT_EQ(Run({"PEXPIRETIME", "k"}), Int(wall_ms + 1234));
+  // Still ahead of the shard clock, but past on the wall clock: deleted.
+  EXPECT_EQ(Run({"PEXPIREAT", "k", std::to_string(wall_ms - 1000)}), Int(1));
+  EXPECT_EQ(Run({"EXISTS", "k"}), Int(0));
+  // Deadlines at the ends of the range saturate rather than wrap (the far end reads 9 s short).
+  EXPECT_EQ(Run({"SET", "k", "v"}), kOk);
+  SetWallDrift(-9000);
+  EXPECT_EQ(Run({"PEXPIREAT", "k", "9223372036854775807"}), Int(1));
+  EXPECT_EQ(Run({"PEXPIRETIME", "k"}), Int(INT64_MAX - 9000));
+  SetWallDrift(9000);
+  EXPECT_EQ(Run({"PEXPIREAT", "k", "-9223372036854775808"}), Int(1));
+  EXPECT_EQ(Run({"EXISTS", "k"}), Int(0));
+}
+
 TEST_F(KeyFamilyTest, ExpireInThePastDeletes) {
   EXPECT_EQ(Run({"MSET", "a", "v", "b", "v", "c", "v", "d", "v", "e", "v"}), kOk);
   EXPECT_EQ(Run({"EXPIRE", "a", "-1"}), Int(1));

@@ -1046,6 +1046,7 @@ bool LuaEngine::Call(lua_State* lua) {
   scratch.id = outer.caller_id;
   CommandContext inner{.store = outer.store,
                        .now_ms = outer.now_ms,
+                       .wall_drift_ms = outer.wall_drift_ms,
                        .args = args,
                        .reply = writer,
                        .limits = outer.limits,

@@ -79,7 +79,7 @@ bool ParseExtendedArgs(std::span<const std::string_view> args, bool for_set, Ext
   return true;
 }
 
-// Redis's getExpireMillisecondsOrReply: the absolute deadline in Unix ms for an EX/PX/EXAT/PXAT
+// Redis's getExpireMillisecondsOrReply: the deadline on the shard clock for an EX/PX/EXAT/PXAT
 // operand, or an error reply.
 bool DeadlineOrReply(CommandContext& ctx, std::string_view text, uint32_t kind,
                      std::string_view command, int64_t* deadline) {
@@ -100,7 +100,7 @@ bool DeadlineOrReply(CommandContext& ctx, std::string_view text, uint32_t kind,
     ReplyError(ctx, InvalidExpireError(command));
     return false;
   }
-  *deadline = ms;
+  *deadline = (kind & (kExAt | kPxAt)) ? ctx.ShardFromUnix(ms) : ms;
   return true;
 }
 

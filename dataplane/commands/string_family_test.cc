@@ -103,6 +103,24 @@ TEST_F(StringFamilyTest, SetExAtAndPxAt) {
   EXPECT_EQ(Run({"EXISTS", "d"}), Int(0));
 }
 
+TEST_F(StringFamilyTest, ExAtAndPxAtFollowTheWallClockAfterAStep) {
+  const int64_t wall_ms = kStartMs - 5000;  // the wall clock was stepped back 5 s
+  SetWallDrift(-5000);
+  EXPECT_EQ(Run({"SET", "a", "v", "EXAT", std::to_string(wall_ms / 1000 + 100)}), kOk);
+  EXPECT_EQ(Run({"TTL", "a"}), Int(100));
+  EXPECT_EQ(Run({"EXPIRETIME", "a"}), Int(wall_ms / 1000 + 100));
+  EXPECT_EQ(Run({"SET", "b", "v", "PXAT", std::to_string(wall_ms + 1234)}), kOk);
+  EXPECT_EQ(Run({"PTTL", "b"}), Int(1234));
+  EXPECT_EQ(Run({"GETEX", "b", "PXAT", std::to_string(wall_ms + 4321)}), Bulk("v"));
+  EXPECT_EQ(Run({"PTTL", "b"}), Int(4321));
+  EXPECT_EQ(Run({"PEXPIRETIME", "b"}), Int(wall_ms + 4321));
+  // Past on the shard clock but ahead on the wall clock: kept; past on the wall clock: deleted.
+  EXPECT_EQ(Run({"GETEX", "b", "PXAT", std::to_string(kStartMs - 1)}), Bulk("v"));
+  EXPECT_EQ(Run({"PTTL", "b"}), Int(4999));
+  EXPECT_EQ(Run({"GETEX", "b", "PXAT", std::to_string(wall_ms - 1)}), Bulk("v"));
+  EXPECT_EQ(Run({"EXISTS", "b"}), Int(0));
+}
+
 TEST_F(StringFamilyTest, SetReplacesOrKeepsTtl) {
   EXPECT_EQ(Run({"SET", "k", "v", "EX", "100"}), kOk);
   EXPECT_EQ(Run({"SET", "k", "v2", "KEEPTTL"}), kOk);

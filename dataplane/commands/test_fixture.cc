@@ -48,6 +48,7 @@ void CommandFixture::RunHandler(const CommandSpec& spec, int shard,
                                 PartResult* part, ClientState* client) {
   CommandContext ctx{.store = *stores_[shard],
                      .now_ms = now_ms_,
+                     .wall_drift_ms = wall_drift_ms_,
                      .args = args,
                      .reply = reply,
                      .limits = limits_,

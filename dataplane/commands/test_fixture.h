@@ -41,6 +41,8 @@ class CommandFixture : public ::testing::Test {
   void AdvanceTime(int64_t ms) { now_ms_ += ms; }
   void SetTime(int64_t now_ms) { now_ms_ = now_ms; }
   int64_t now_ms() const { return now_ms_; }
+  // As if the wall clock had been stepped by `ms` since the shard clock was set.
+  void SetWallDrift(int64_t ms) { wall_drift_ms_ = ms; }
 
   int shard_count() const { return static_cast<int>(stores_.size()); }
   int ShardOf(std::string_view key) const;
@@ -85,6 +87,7 @@ class CommandFixture : public ::testing::Test {
   ShardServices* services_ = nullptr;
   const cluster::View* view_ = nullptr;
   int64_t now_ms_ = kStartMs;
+  int64_t wall_drift_ms_ = 0;
   bool direct_single_part_ = false;
 };
 

@@ -1,5 +1,7 @@
 // The shard clock: Unix milliseconds that advance with CLOCK_MONOTONIC, so a wall-clock step
-// never expires (or revives) keys en masse. The offset to the wall clock is read once at startup.
+// never expires (or revives) keys en masse. The offset to the wall clock is read once at startup;
+// deadlines given or asked for as Unix times (EXPIREAT, EXAT, EXPIRETIME) go through the wall
+// clock's drift since then (WallDriftMillis), so they follow the wall clock as Redis's do.
 #pragma once
 
 #include <time.h>
@@ -27,6 +29,16 @@ class Clock {
   int64_t NowMillis() const { return MonotonicNanos() / 1'000'000 + offset_ms_; }
   int64_t NowMicros() const { return MonotonicNanos() / 1000 + offset_ms_ * 1000; }
   int64_t offset_ms() const { return offset_ms_; }
+  // The wall clock minus this clock, rounded to the millisecond: zero until the wall clock is
+  // stepped or the machine is suspended (CLOCK_MONOTONIC does not count suspension). NTP slewing
+  // moves both clocks alike.
+  int64_t WallDriftMillis() const {
+    timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    const int64_t wall_ns = static_cast<int64_t>(wall.tv_sec) * 1'000'000'000 + wall.tv_nsec;
+    const int64_t drift_ns = wall_ns - MonotonicNanos() - offset_ms_ * 1'000'000;
+    return (drift_ns + (drift_ns >= 0 ? 500'000 : -500'000)) / 1'000'000;
+  }
 
  private:
   int64_t offset_ms_;
