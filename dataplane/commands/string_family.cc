@@ -100,7 +100,9 @@ bool DeadlineOrReply(CommandContext& ctx, std::string_view text, uint32_t kind,
     ReplyError(ctx, InvalidExpireError(command));
     return false;
   }
-  *deadline = (kind & (kExAt | kPxAt)) ? ctx.ShardFromUnix(ms) : ms;
+  // A Unix time in the past may land at or below zero on the shard clock, where -1 would read
+  // as no expiry: any past deadline will do.
+  *deadline = (kind & (kExAt | kPxAt)) ? std::max<int64_t>(ctx.ShardFromUnix(ms), 1) : ms;
   return true;
 }
 

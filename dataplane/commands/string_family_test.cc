@@ -119,6 +119,12 @@ TEST_F(StringFamilyTest, ExAtAndPxAtFollowTheWallClockAfterAStep) {
   EXPECT_EQ(Run({"PTTL", "b"}), Int(4999));
   EXPECT_EQ(Run({"GETEX", "b", "PXAT", std::to_string(wall_ms - 1)}), Bulk("v"));
   EXPECT_EQ(Run({"EXISTS", "b"}), Int(0));
+  // A wall clock far ahead puts an early Unix time below zero on the shard clock: still past.
+  SetWallDrift(kStartMs);
+  EXPECT_EQ(Run({"SET", "c", "v", "PXAT", std::to_string(kStartMs - 1)}), kOk);
+  EXPECT_EQ(Run({"EXISTS", "c"}), Int(0));
+  EXPECT_EQ(Run({"SET", "c", "v", "PXAT", std::to_string(kStartMs + 1)}), kOk);
+  EXPECT_EQ(Run({"EXISTS", "c"}), Int(0));
 }
 
 TEST_F(StringFamilyTest, SetReplacesOrKeepsTtl) {
