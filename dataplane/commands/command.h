@@ -87,7 +87,7 @@ class ShardServices;  // shard-level services for server commands (see shard_ser
 struct CommandContext {
   core::Store& store;
   int64_t now_ms;  // the shard clock, Unix milliseconds (see core/clock.h)
-  // The wall clock's drift from the shard clock (core::Clock::WallDriftMillis), for commands
+  // The wall clock's drift from the shard clock (core::Clock::wall_drift_ms), for commands
   // that take or give Unix times: see ShardFromUnix and UnixFromShard.
   int64_t wall_drift_ms = 0;
   // args[0] is the command name as sent; for parts of kEachKey commands, args holds the name and

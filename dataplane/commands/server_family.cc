@@ -541,9 +541,7 @@ void Command(CommandContext& ctx) {
 // --- TIME, SHUTDOWN ---
 
 void Time(CommandContext& ctx) {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  int64_t micros = static_cast<int64_t>(ts.tv_sec) * 1'000'000 + ts.tv_nsec / 1000;
+  const int64_t micros = core::WallNanos() / 1000;
   ctx.reply.ArrayHeader(2);
   ctx.reply.Bulk(std::to_string(micros / 1'000'000));
   ctx.reply.Bulk(std::to_string(micros % 1'000'000));

@@ -16,11 +16,13 @@ inline int64_t MonotonicNanos() {
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
-inline int64_t WallMillis() {
+inline int64_t WallNanos() {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
+
+inline int64_t WallMillis() { return WallNanos() / 1'000'000; }
 
 class Clock {
  public:
@@ -33,15 +35,20 @@ class Clock {
   // stepped or the machine is suspended (CLOCK_MONOTONIC does not count suspension). NTP slewing
   // moves both clocks alike.
   int64_t WallDriftMillis() const {
-    timespec wall;
-    clock_gettime(CLOCK_REALTIME, &wall);
-    const int64_t wall_ns = static_cast<int64_t>(wall.tv_sec) * 1'000'000'000 + wall.tv_nsec;
-    const int64_t drift_ns = wall_ns - MonotonicNanos() - offset_ms_ * 1'000'000;
+    const int64_t drift_ns = WallNanos() - MonotonicNanos() - offset_ms_ * 1'000'000;
     return (drift_ns + (drift_ns >= 0 ? 500'000 : -500'000)) / 1'000'000;
   }
+  // Takes up WallDriftMillis when it moved by more than the millisecond that rounding alone can
+  // make, so a deadline given as a Unix time reads back exactly while the wall clock holds still.
+  void TrackWallDrift() {
+    const int64_t drift = WallDriftMillis();
+    if (drift > wall_drift_ms_ + 1 || drift < wall_drift_ms_ - 1) wall_drift_ms_ = drift;
+  }
+  int64_t wall_drift_ms() const { return wall_drift_ms_; }
 
  private:
   int64_t offset_ms_;
+  int64_t wall_drift_ms_ = 0;
 };
 
 }  // namespace keep::core

@@ -23,5 +23,21 @@ TEST(ClockTest, DriftMeasuresAStepOfTheWallClock) {
   EXPECT_NEAR(Clock(offset - 7000).NowMillis(), WallMillis() - 7000, 2);
 }
 
+// Tracking takes up a step but not the millisecond of rounding a steady wall clock shows.
+TEST(ClockTest, TrackingTakesUpStepsOnly) {
+  Clock steady;
+  for (int i = 0; i < 100; ++i) {
+    steady.TrackWallDrift();
+    EXPECT_EQ(steady.wall_drift_ms(), 0);
+  }
+  Clock stepped(steady.offset_ms() - 7000);
+  EXPECT_EQ(stepped.wall_drift_ms(), 0);
+  stepped.TrackWallDrift();
+  EXPECT_NEAR(stepped.wall_drift_ms(), 7000, 1);
+  const int64_t taken_up = stepped.wall_drift_ms();
+  stepped.TrackWallDrift();
+  EXPECT_EQ(stepped.wall_drift_ms(), taken_up);
+}
+
 }  // namespace
 }  // namespace keep::core

@@ -753,7 +753,7 @@ void Shard::Dispatch(Connection* conn, std::span<const std::string_view> args, u
       proto::ReplyWriter writer(ReplyTarget(conn), conn->client.resp_version);
       commands::CommandContext ctx{.store = store_,
                                    .now_ms = now_ms_,
-                                   .wall_drift_ms = wall_drift_ms_,
+                                   .wall_drift_ms = clock_.wall_drift_ms(),
                                    .args = args,
                                    .reply = writer,
                                    .limits = options_.command_limits,
@@ -774,7 +774,7 @@ void Shard::Dispatch(Connection* conn, std::span<const std::string_view> args, u
         proto::ReplyWriter writer(ReplyTarget(conn), conn->client.resp_version);
         commands::CommandContext ctx{.store = store_,
                                      .now_ms = now_ms_,
-                                     .wall_drift_ms = wall_drift_ms_,
+                                     .wall_drift_ms = clock_.wall_drift_ms(),
                                      .args = args,
                                      .reply = writer,
                                      .limits = options_.command_limits,
@@ -866,7 +866,7 @@ void Shard::RunPart(const commands::CommandSpec* spec, std::span<const std::stri
   proto::ReplyWriter writer(&result->resp, resp_version);
   commands::CommandContext ctx{.store = store_,
                                .now_ms = now_ms_,
-                               .wall_drift_ms = wall_drift_ms_,
+                               .wall_drift_ms = clock_.wall_drift_ms(),
                                .args = args,
                                .reply = writer,
                                .limits = options_.command_limits,
@@ -1103,7 +1103,7 @@ void Shard::RunBatch(Envelope* batch) {
       commands::CommandContext ctx{
           .store = store_,
           .now_ms = now_ms_,
-          .wall_drift_ms = wall_drift_ms_,
+          .wall_drift_ms = clock_.wall_drift_ms(),
           .args = std::span<const std::string_view>(batch_args_.data() + batch_[i].first_arg,
                                                     batch_[i].arg_count),
           .reply = writer,
@@ -1524,8 +1524,7 @@ void Shard::Close(Connection* conn, const char* reason) {
 
 void Shard::Timers(uint64_t background_deadline) {
   PublishMetrics();
-  const int64_t drift = clock_.WallDriftMillis();
-  if (drift > wall_drift_ms_ + 1 || drift < wall_drift_ms_ - 1) wall_drift_ms_ = drift;
+  clock_.TrackWallDrift();
   // The pooled envelopes give back buffers larger than this tick's traffic needed, as an idle
   // connection's buffers shrink, so memory returns to its level before a burst.
   const size_t keep = std::max(kIdleEnvelopeCapacity, 2 * batch_bytes_this_tick_);

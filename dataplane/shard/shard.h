@@ -292,9 +292,6 @@ class Shard final : public commands::ShardServices {
   core::SlotTable slot_table_;
   core::Clock clock_;
   int64_t now_ms_ = 0;
-  // The wall clock's drift from clock_, taken up at each tick when it moved by more than the
-  // millisecond that rounding alone can make (see CommandContext::ShardFromUnix).
-  int64_t wall_drift_ms_ = 0;
   int epoll_fd_ = -1;
   // Other shards read wake_fd_ and clear parked_ (Wake): a cache line of their own, so a wake
   // does not take away the line of fields this shard writes for every request.
