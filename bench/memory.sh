@@ -3,7 +3,8 @@
 # bytes per key after DEBUG POPULATE, GET latency while 10M keys load, memory reclaim after mass
 # expiry, and RSS and hit ratio under eviction. The work is in memory_bench.py; this wrapper
 # finds the binaries. Settings (environment): PARTS ("a b c d"), POPULATE_KEYS, LOAD_KEYS,
-# EXPIRY_KEYS, CAP_MB, TRACE_LENGTH, BIN (build/bin), KEEP_SERVER, REDIS_SERVER.
+# CONTROL_KEYS (LOAD_KEYS / 2), EXPIRY_KEYS, CAP_MB, TRACE_LENGTH, BIN (build/bin), KEEP_SERVER,
+# REDIS_SERVER.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
