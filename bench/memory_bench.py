@@ -335,8 +335,8 @@ def load_latency_figures(keep_bin: str, count: int, control_count: int, niceness
     # while the first is loaded the same way. The control's tail is what this machine's scheduler
     # adds to any probe while two shards and a loader keep its cores busy; the server's longest
     # turn (INFO stats eventloop_duration_max) is the server's own worst stall. The control loads
-    # half as many keys: the same load, for half as long (still some 20k probes), which keeps
-    # `make bench` within its 10 minutes on a VM where Python's loader makes 10M keys take 27 s.
+    # half as many keys: the same load for half as long (some 14k probes still), which saved
+    # `make bench` 8-12 s of its 10 minutes.
     for label in ("loaded", "control"):
         keys = count if label == "loaded" else control_count
         server = Server("keep", keep_bin, ["--shards", shards])
