@@ -126,8 +126,7 @@ class Conn:
                 for _ in range(count):
                     end = self.buf.find(b"\r\n", end) + 2
                 lines = count
-            chunk = bytes(self.buf[self.pos:end])
-            errors += chunk.count(b"\n-") + chunk.startswith(b"-")
+            errors += self.buf.count(b"\n-", self.pos, end) + self.buf.startswith(b"-", self.pos)
             self.pos = end
             count -= lines
         return errors
