@@ -206,7 +206,9 @@ class Shard final : public commands::ShardServices {
   void HandOver(Envelope* batch);
   // The target's side: writes the handed-over connections' output once the batch has run.
   void SendHandovers(Envelope* batch);
+  // Pushes the turn's envelopes to their rings; the shards to wake are woken by WakeOwed.
   void FlushOutbound();
+  void WakeOwed();
   bool HasOutbound() const;
   std::string* ReplyTarget(Connection* conn);
   void FlushSlots(Connection* conn);
@@ -313,6 +315,7 @@ class Shard final : public commands::ShardServices {
   std::vector<std::vector<Envelope*>> outbound_;  // per target shard, pushed at the turn's end
   std::vector<Envelope*> open_batches_;           // per target shard: this turn's batch, or null
   std::vector<size_t> unsent_forwards_;           // per target shard: requests not yet in its ring
+  std::vector<uint8_t> wake_owed_;                // per target shard: pushed to, and to be woken
   std::unique_ptr<char[]> scratch_;               // one read buffer for every connection
   size_t scratch_used_ = 0;                       // by this turn's reads not yet executed
   // This turn's reads, in scratch_ or (for connections holding earlier input) in their own buffer.
