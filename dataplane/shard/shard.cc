@@ -423,10 +423,12 @@ void Shard::Turn(int timeout_ms) {
   // for that behind the system call that answers it. What the background work itself writes
   // (events, redirects, heartbeats) goes out at the end of the turn.
   WriteAll();
-  // Only now: waking a parked shard is an eventfd write whose wake-up interrupts the other CPU,
-  // and on a virtual machine that cost this shard ~8 us (perf, the write's interrupts-off section);
-  // made before the turn's sends it held every reply of the turn back by as much. Two shards at
-  // pipeline 1 spent 3-4% less CPU per request waking here (GET, SET; 8 and 4 alternating pairs).
+  // Only now, after the turn's sends: waking a parked shard is an eventfd write whose wake-up
+  // interrupts the other CPU, and on a virtual machine this thread spent ~8 us in it (perf's
+  // CPU-clock samples, little of it billed to the process: parking with a timeout instead of
+  // waking did not lower its CPU per request). Made before the sends, it held the turn's replies
+  // back by as much; two shards at pipeline 1 spent 3-4% less CPU per request waking here (GET,
+  // SET; 8 and 4 alternating pairs).
   WakeOwed();
   // Control-thread tasks (handoff batches): a few per turn, each bounded by its own budget.
   if (group_->tasks().HasWork(options_.index)) {
