@@ -1024,7 +1024,7 @@ void Shard::FinishGather(Gather* gather) {
 }
 
 void Shard::OnEnvelope(Envelope* envelope) {
-  if (envelope->is_reply) {
+  if (envelope->origin == options_.index) {  // back from its target
     if (envelope->gather == nullptr) return DeliverBatch(envelope);
     Gather* gather = envelope->gather;
     if (--gather->outstanding == 0) FinishGather(gather);
@@ -1036,15 +1036,17 @@ void Shard::OnEnvelope(Envelope* envelope) {
     UnpackArgs(envelope->arg_bytes, envelope->arg_ends, &envelope->args);
     RunPart(envelope->spec, envelope->args, envelope->resp_version, &envelope->result,
             envelope->as_part, envelope->caller_id, envelope->cursor_position, 0);
+    envelope->wake_origin = true;
   }
-  envelope->is_reply = true;
   outbound_[envelope->origin].push_back(envelope);
 }
 
 void Shard::RunBatch(Envelope* batch) {
-  batch->replies.clear();
-  batch->reply_ends.clear();
-  batch->unsent.clear();
+  // Cleared here, not by the origin when it pools the envelope, and only if they hold something
+  // (Envelope: a line written on one side only crosses one way).
+  if (!batch->replies.empty()) batch->replies.clear();
+  if (!batch->reply_ends.empty()) batch->reply_ends.clear();
+  if (!batch->unsent.empty()) batch->unsent.clear();
   handover_out_.clear();
   handover_sends_.clear();
   // The replies of a handed-over connection are written straight into its output (handover_out_),
@@ -1142,7 +1144,7 @@ void Shard::RunBatch(Envelope* batch) {
   // Replies the origin passes on wake it; those of connections handed over are written here.
   size_t handed = 0;
   for (const Envelope::Handover& handover : batch->handovers) handed += handover.request_count;
-  batch->wake_receiver = requests > handed;
+  batch->wake_origin = requests > handed;
   SendHandovers(batch);
 }
 
@@ -1150,7 +1152,7 @@ void Shard::DeliverBatch(Envelope* batch) {
   // The replies of handed-over connections were written to their sockets by the target and are
   // not read here: a batch that was all handed over leaves its reply lines on the target, which
   // writes them again for the next batch, instead of having them pulled over and taken back.
-  if (batch->wake_receiver) {
+  if (batch->wake_origin) {
     PrefetchShared(batch->reply_ends.data(), batch->reply_ends.size() * sizeof(size_t));
     PrefetchShared(batch->replies.data(), batch->replies.size());
   }
@@ -1238,8 +1240,9 @@ void Shard::FlushOutbound() {
     while (pushed < queue.size()) {
       // Read before the push: from then on the envelope is the other shard's.
       const Envelope* envelope = queue[pushed];
-      const size_t requests = envelope->is_reply ? 0 : envelope->request_count();
-      const bool wanted = envelope->wake_receiver;
+      const bool outgoing = envelope->origin == options_.index;
+      const size_t requests = outgoing ? envelope->request_count() : 0;
+      const bool wanted = outgoing || envelope->wake_origin;
       if (!ring.Push(queue[pushed])) break;
       unsent_forwards_[target] -= requests;
       wake = wake || wanted;
@@ -1336,7 +1339,7 @@ void Shard::SendHandovers(Envelope* batch) {
       handover.unsent_begin = batch->unsent.size();
       batch->unsent.append(handover_out_, send.begin + sent, send.length - sent);
       handover.unsent_end = batch->unsent.size();
-      batch->wake_receiver = true;
+      batch->wake_origin = true;
     }
   }
   if (handover_out_.capacity() > kKeepEnvelopeCapacity) std::string().swap(handover_out_);
@@ -1688,18 +1691,14 @@ void Shard::Recycle(Envelope* envelope) {
        envelope->waiting.size() * sizeof(Forwarded), envelope->reply_ends.size() * sizeof(size_t),
        envelope->local_ends.size() * sizeof(uint32_t),
        envelope->handovers.size() * sizeof(Envelope::Handover)});
-  envelope->is_reply = false;
-  envelope->wake_receiver = true;
+  // What the target writes (replies, reply_ends, unsent, wake_origin, a part's result) it resets
+  // itself before use: writing it here would send its lines back and forth (Envelope).
   envelope->gather = nullptr;
   envelope->requests.Clear();
   envelope->waiting.clear();
-  envelope->replies.clear();
-  envelope->reply_ends.clear();
   envelope->handovers.clear();
   envelope->local.clear();
   envelope->local_ends.clear();
-  envelope->unsent.clear();
-  envelope->result.Reset();
   ShrinkBuffers(envelope, kKeepEnvelopeCapacity);
   envelope_pool_.push_back(envelope);
 }
