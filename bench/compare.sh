@@ -199,6 +199,15 @@ cpu_ticks() {
   TICKS=$((USER_TICKS + SYSTEM_TICKS))
 }
 
+# steal_ticks: STEAL_TICKS and ALL_TICKS = the time the hypervisor gave this VM's CPUs to others, and
+# the time of all CPUs, from /proc/stat's first line (both 0 where it has no steal column).
+steal_ticks() {
+  local f
+  read -r -a f </proc/stat
+  STEAL_TICKS=${f[8]:-0}
+  ALL_TICKS=$((f[1] + f[2] + f[3] + f[4] + f[5] + f[6] + f[7] + ${f[8]:-0}))
+}
+
 # json_load FILE: J[field] = the value of every field of keep-bench's one-line JSON (flat: numbers
 # and strings, strings unquoted).
 declare -A J
@@ -299,13 +308,17 @@ run_one() {
   if ((populate)); then
     "$KEEP_BENCH" "${COMMON[@]}" --port "$port" --populate-only --quiet >/dev/null 2>&1 || true
   fi
-  local user_before system_before
+  local user_before system_before steal_before all_before
   cpu_ticks "$pid"
   user_before=$USER_TICKS
   system_before=$SYSTEM_TICKS
+  steal_ticks
+  steal_before=$STEAL_TICKS
+  all_before=$ALL_TICKS
   "$KEEP_BENCH" "${COMMON[@]}" --port "$port" --duration "$seconds" --warmup "$WARMUP" \
     --no-populate --json --quiet "$@" >"$out" 2>"$WORK/run.err" || rc=$?
   cpu_ticks "$pid"
+  steal_ticks
   if ((rc != 0)); then
     STATUS[$wl|$name]=fail
     NOTE[$wl|$name]="run failed: $(head -c 100 "$WORK/run.err")"
@@ -321,7 +334,8 @@ run_one() {
   us_per_request "$system" "${J[requests_total]}"
   J[system_us_per_req]=$US
   LAST_RUN="${J[cpu_us_per_req]} us/req, ${J[throughput]%.*} req/s, p99 ${J[p99_us]} us,"
-  LAST_RUN+=" p99.9 ${J[p999_us]} us"
+  LAST_RUN+=" p99.9 ${J[p999_us]} us, steal $((STEAL_TICKS - steal_before)) of"
+  LAST_RUN+=" $((ALL_TICKS - all_before)) ticks"
   local metric
   for metric in "${RUN_METRICS[@]}"; do
     RESULT[$wl|$name|$metric]+="${J[$metric]} "

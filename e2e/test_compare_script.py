@@ -58,6 +58,12 @@ def test_cpu_ratios_are_means_of_rounds_and_of_per_round_ratios():
         if m:
             wl, rnd, label, us = m.group(1), int(m.group(2)), m.group(3), float(m.group(4))
             cpu.setdefault((wl, LABELS[label]), {})[rnd] = us
+            # The host's share of the run, for reading its tails: /proc/stat's steal time over
+            # the same window, against all CPUs' time (some ticks, however short the run).
+            steal = re.search(r", steal (\d+) of (\d+) ticks$", line)
+            assert steal, line
+            assert 0 <= int(steal.group(1)) <= int(steal.group(2)), line
+            assert int(steal.group(2)) > 0, line
     for wl in ("ping", "get_p1"):
         for name in ("redis", "keep", "floor"):
             assert sorted(cpu[(wl, name)]) == list(range(1, rounds + 1)), (wl, name)
