@@ -200,7 +200,7 @@ cpu_ticks() {
 }
 
 # steal_ticks: STEAL_TICKS and ALL_TICKS = the time the hypervisor gave this VM's CPUs to others, and
-# the time of all CPUs, from /proc/stat's first line (both 0 where it has no steal column).
+# the time of all CPUs, from /proc/stat's first line (STEAL_TICKS 0 where it has no steal column).
 steal_ticks() {
   local f
   read -r -a f </proc/stat
