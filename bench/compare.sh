@@ -205,7 +205,7 @@ steal_ticks() {
   local f
   read -r -a f </proc/stat
   STEAL_TICKS=${f[8]:-0}
-  ALL_TICKS=$((f[1] + f[2] + f[3] + f[4] + f[5] + f[6] + f[7] + ${f[8]:-0}))
+  ALL_TICKS=$((f[1] + f[2] + f[3] + f[4] + f[5] + f[6] + f[7] + STEAL_TICKS))
 }
 
 # json_load FILE: J[field] = the value of every field of keep-bench's one-line JSON (flat: numbers
